@@ -1,0 +1,241 @@
+"""Helpers shared by the driver parity suite: request builders, claim/settle shortcuts, and the
+per-driver store controls that move time and read counters."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.types import (
+    AckItem,
+    AttemptError,
+    ClaimedJob,
+    EnqueueRequest,
+    JobRecord,
+    JobState,
+    new_job_id,
+)
+
+COUNTER_KEYS = ("completed", "retried", "dead", "dropped", "refused", "cancelled")
+WORKER = "worker-1"
+LEASE = 30.0
+HOUR = timedelta(hours=1)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def request(**overrides: Any) -> EnqueueRequest:
+    fields: dict[str, Any] = {
+        "id": new_job_id(),
+        "name": "tests.echo",
+        "queue": "default",
+        "input_json": '{"n":1}',
+        "max_attempts": 3,
+    }
+    fields.update(overrides)
+    return EnqueueRequest(**fields)
+
+
+def enqueue(driver: JobDriver, **overrides: Any) -> uuid.UUID:
+    """Enqueue one job that must be created; answer its id."""
+    req = request(**overrides)
+    result = driver.job_enqueue(request=req)
+    assert (result.id, result.status) == (req.id, "created")
+    return req.id
+
+
+def claim(
+    driver: JobDriver,
+    queues: Sequence[str] = ("default",),
+    *,
+    limit: int = 10,
+    worker_id: str = WORKER,
+    lease_seconds: float = LEASE,
+) -> list[ClaimedJob]:
+    return driver.job_claim(
+        queues=queues, limit=limit, worker_id=worker_id, lease_seconds=lease_seconds
+    )
+
+
+def claim_one(driver: JobDriver, queues: Sequence[str] = ("default",), **kwargs: Any) -> ClaimedJob:
+    claimed = claim(driver, queues, limit=1, **kwargs)
+    assert len(claimed) == 1, claimed
+    return claimed[0]
+
+
+def claim_ids(
+    driver: JobDriver, queues: Sequence[str] = ("default",), **kwargs: Any
+) -> list[uuid.UUID]:
+    return [job.id for job in claim(driver, queues, **kwargs)]
+
+
+def get(driver: JobDriver, job_id: uuid.UUID) -> JobRecord:
+    record = driver.job_get(job_id=job_id)
+    assert record is not None, f"job {job_id} is gone"
+    return record
+
+
+def state_of(driver: JobDriver, job_id: uuid.UUID) -> JobState | None:
+    record = driver.job_get(job_id=job_id)
+    return None if record is None else record.state
+
+
+def attempt_error(attempt: int = 1, **overrides: Any) -> AttemptError:
+    fields: dict[str, Any] = {
+        "attempt": attempt,
+        "error_class": "builtins.ValueError",
+        "message": f"boom {attempt}",
+        "traceback": f"Traceback (most recent call last):\n  attempt {attempt}\n",
+        "worker_id": WORKER,
+    }
+    fields.update(overrides)
+    return AttemptError(**fields)
+
+
+def seconds_between(later: datetime | None, earlier: datetime | None) -> float:
+    assert later is not None and earlier is not None
+    return (later - earlier).total_seconds()
+
+
+def about(expected: float, actual: float, tolerance: float = 2.0) -> bool:
+    return abs(expected - actual) <= tolerance
+
+
+# -- fenced writes ----------------------------------------------------------------------------
+# Each takes (driver, job_id, claim_token) and answers whether the write landed.
+
+FencedWrite = Callable[[JobDriver, uuid.UUID, uuid.UUID], bool]
+
+
+def ack(driver: JobDriver, job_id: uuid.UUID, token: uuid.UUID, result_json: str = "null") -> bool:
+    items = [AckItem(job_id=job_id, claim_token=token, result_json=result_json)]
+    landed = driver.job_ack_many(items=items)
+    assert landed <= {job_id}
+    return job_id in landed
+
+
+def nack(action: str, *, counts: bool = True, delay: float = 0.0) -> FencedWrite:
+    def write(driver: JobDriver, job_id: uuid.UUID, token: uuid.UUID) -> bool:
+        return driver.job_nack(
+            job_id=job_id,
+            claim_token=token,
+            action=action,  # type: ignore[arg-type]
+            delay_seconds=delay,
+            error=attempt_error(),
+            counts_as_attempt=counts,
+        )
+
+    return write
+
+
+def heartbeat(driver: JobDriver, job_id: uuid.UUID, token: uuid.UUID) -> bool:
+    landed = driver.job_heartbeat_many(attempts=[(job_id, token)], lease_seconds=120)
+    assert landed <= {job_id}
+    return job_id in landed
+
+
+def progress(driver: JobDriver, job_id: uuid.UUID, token: uuid.UUID) -> bool:
+    return driver.job_progress(job_id=job_id, claim_token=token, progress_json='{"done":7}')
+
+
+FENCED_WRITES: dict[str, FencedWrite] = {
+    "ack": ack,
+    "nack_retry": nack("retry"),
+    "nack_fail": nack("fail"),
+    "nack_drop": nack("drop"),
+    "heartbeat": heartbeat,
+    "progress": progress,
+}
+
+
+def put_in_state(driver: JobDriver, job_id: uuid.UUID, state: str) -> ClaimedJob | None:
+    """Move a freshly enqueued, due job to ``state``; answer the claim when one was made."""
+    if state == "queued":
+        return None
+    if state == "cancelled":
+        assert driver.job_cancel(job_id=job_id) is True
+        return None
+    job = claim_one(driver, (get(driver, job_id).queue,))
+    assert job.id == job_id
+    if state == "completed":
+        assert ack(driver, job.id, job.claim_token)
+    elif state == "failed":
+        assert nack("fail")(driver, job.id, job.claim_token)
+    else:
+        assert state == "running", state
+    assert state_of(driver, job_id) == state
+    return job
+
+
+# -- store controls ---------------------------------------------------------------------------
+
+
+class PostgresStore:
+    """Moves time and reads counters through the ORM on ``ultimat3_jobs.models``."""
+
+    def _update(self, job_id: uuid.UUID, **fields: Any) -> None:
+        from ultimat3_jobs.models import Job
+
+        assert Job.objects.filter(id=job_id).update(**fields) == 1
+
+    def make_due(self, job_id: uuid.UUID) -> None:
+        self._update(job_id, run_at=utcnow() - HOUR)
+
+    def make_future(self, job_id: uuid.UUID, seconds: float) -> None:
+        self._update(job_id, run_at=utcnow() + timedelta(seconds=seconds))
+
+    def expire_lease(self, job_id: uuid.UUID) -> None:
+        self._update(job_id, lease_expires_at=utcnow() - HOUR)
+
+    def counters(self, name: str) -> dict[str, int]:
+        from django.db.models import Sum
+
+        from ultimat3_jobs.models import JobCounter
+
+        rows = JobCounter.objects.filter(name=name, period="minute")
+        sums = rows.aggregate(**{key: Sum(key) for key in COUNTER_KEYS})
+        return {key: int(sums[key] or 0) for key in COUNTER_KEYS}
+
+    def row_count(self) -> int:
+        from ultimat3_jobs.models import Job
+
+        return Job.objects.count()
+
+
+class MemoryStore:
+    """Moves time and reads counters through the memory driver's test-support methods."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+
+    def make_due(self, job_id: uuid.UUID) -> None:
+        self.driver._set_run_at(job_id, utcnow() - HOUR)
+
+    def make_future(self, job_id: uuid.UUID, seconds: float) -> None:
+        self.driver._set_run_at(job_id, utcnow() + timedelta(seconds=seconds))
+
+    def expire_lease(self, job_id: uuid.UUID) -> None:
+        self.driver._set_lease_expires_at(job_id, utcnow() - HOUR)
+
+    def counters(self, name: str) -> dict[str, int]:
+        totals = dict.fromkeys(COUNTER_KEYS, 0)
+        for (row_name, period, _bucket), row in self.driver.counter_snapshot().items():
+            if row_name == name and period == "minute":
+                for key in COUNTER_KEYS:
+                    totals[key] += int(row.get(key, 0))
+        return totals
+
+    def row_count(self) -> int:
+        # The memory driver offers no test-support count; its row dict is the table.
+        return len(self.driver._rows)
+
+
+def counters(**moved: int) -> dict[str, int]:
+    """A full counter dict: zero everywhere but ``moved``."""
+    assert set(moved) <= set(COUNTER_KEYS)
+    return {key: moved.get(key, 0) for key in COUNTER_KEYS}

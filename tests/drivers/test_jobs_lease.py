@@ -1,0 +1,182 @@
+"""job_heartbeat_many and job_rescue_expired: keeping a lease, and taking back a lost one."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.drivers.support import (
+    LEASE,
+    about,
+    ack,
+    claim,
+    claim_ids,
+    claim_one,
+    counters,
+    enqueue,
+    get,
+    seconds_between,
+    state_of,
+)
+from ultimat3_jobs.types import JobState, RescuedJob
+
+LEASE_EXPIRED = "ultimat3_jobs.LeaseExpired"
+
+
+def _running(driver, **overrides):
+    job_id = enqueue(driver, **overrides)
+    job = claim_one(driver, worker_id="w-lease")
+    assert job.id == job_id
+    return job
+
+
+def _expired(driver, store, count=1, **overrides):
+    jobs = [_running(driver, **overrides) for _ in range(count)]
+    for job in jobs:
+        store.expire_lease(job.id)
+    return jobs
+
+
+def test_job_heartbeat_many_extends_lease(driver):
+    job = _running(driver)
+    assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=600) == {
+        job.id
+    }
+    record = get(driver, job.id)
+    assert about(600 - LEASE, seconds_between(record.lease_expires_at, job.lease_expires_at))
+    assert (record.state, record.attempt) == (JobState.RUNNING, 1)
+
+
+def test_job_heartbeat_many_job_lease_seconds_overrides(driver):
+    job = _running(driver, lease_seconds=900)
+    assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=5) == {
+        job.id
+    }
+    record = get(driver, job.id)
+    assert about(900, seconds_between(record.lease_expires_at, record.started_at))
+    assert seconds_between(record.lease_expires_at, job.lease_expires_at) >= 0
+
+
+def test_job_heartbeat_many_answers_only_landed_ids(driver):
+    kept, cancelled, wrong = (_running(driver) for _ in range(3))
+    assert driver.job_cancel(job_id=cancelled.id)
+    attempts = [
+        (kept.id, kept.claim_token),
+        (cancelled.id, cancelled.claim_token),
+        (wrong.id, uuid.uuid4()),
+        (uuid.uuid4(), kept.claim_token),
+    ]
+    assert driver.job_heartbeat_many(attempts=attempts, lease_seconds=60) == {kept.id}
+
+
+def test_job_heartbeat_many_empty_lands_nothing(driver):
+    assert driver.job_heartbeat_many(attempts=[], lease_seconds=60) == set()
+
+
+def test_job_heartbeat_many_after_expiry_keeps_job_from_rescue(driver, store):
+    [job] = _expired(driver, store)
+    assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=60) == {
+        job.id
+    }
+    assert driver.job_rescue_expired() == []
+    record = get(driver, job.id)
+    assert (record.state, record.errors) == (JobState.RUNNING, [])
+    assert ack(driver, job.id, job.claim_token)
+
+
+def test_job_rescue_expired_requeues_with_error_entry(driver, store):
+    [job] = _expired(driver, store)
+    assert driver.job_rescue_expired() == [
+        RescuedJob(id=job.id, name="tests.echo", state=JobState.QUEUED, attempt=1)
+    ]
+    record = get(driver, job.id)
+    assert (record.state, record.attempt, record.lease_expires_at) == (JobState.QUEUED, 1, None)
+    assert record.finished_at is None
+    [entry] = record.errors
+    assert (entry["attempt"], entry["error_class"], entry["worker_id"]) == (
+        1,
+        LEASE_EXPIRED,
+        "w-lease",
+    )
+    assert entry["traceback"] == ""
+    assert isinstance(entry["message"], str) and entry["message"]
+    assert isinstance(entry["at"], str) and entry["at"]
+    again = claim_one(driver)
+    assert (again.id, again.attempt) == (job.id, 2)
+
+
+def test_job_rescue_expired_spent_attempts_fail(driver, store):
+    [job] = _expired(driver, store, max_attempts=1)
+    assert driver.job_rescue_expired() == [
+        RescuedJob(id=job.id, name="tests.echo", state=JobState.FAILED, attempt=1)
+    ]
+    record = get(driver, job.id)
+    assert (record.state, record.lease_expires_at) == (JobState.FAILED, None)
+    assert record.finished_at is not None
+    assert [entry["error_class"] for entry in record.errors] == [LEASE_EXPIRED]
+    assert claim_ids(driver) == []
+
+
+def test_job_rescue_expired_leaves_unexpired_running(driver, store):
+    [stale] = _expired(driver, store)
+    fresh = _running(driver)
+    before = get(driver, fresh.id)
+    assert [rescued.id for rescued in driver.job_rescue_expired()] == [stale.id]
+    assert get(driver, fresh.id) == before
+    assert ack(driver, fresh.id, fresh.claim_token)
+
+
+def test_job_rescue_expired_leaves_job_acked_first(driver, store):
+    [job] = _expired(driver, store)
+    assert ack(driver, job.id, job.claim_token, '"late but landed"')
+    assert driver.job_rescue_expired() == []
+    record = get(driver, job.id)
+    assert (record.state, record.result, record.errors) == (
+        JobState.COMPLETED,
+        "late but landed",
+        [],
+    )
+
+
+@pytest.mark.parametrize("state", ["queued", "cancelled"])
+def test_job_rescue_expired_ignores_jobs_not_running(driver, store, state):
+    [job] = _expired(driver, store)
+    if state == "cancelled":
+        assert driver.job_cancel(job_id=job.id)
+    else:
+        assert driver.job_nack(job_id=job.id, claim_token=job.claim_token, action="retry")
+    before = get(driver, job.id)
+    assert driver.job_rescue_expired() == []
+    assert get(driver, job.id) == before
+
+
+def test_job_rescue_expired_respects_limit(driver, store):
+    jobs = _expired(driver, store, count=3)
+    first = driver.job_rescue_expired(limit=2)
+    second = driver.job_rescue_expired(limit=2)
+    assert (len(first), len(second)) == (2, 1)
+    assert {r.id for r in first} | {r.id for r in second} == {job.id for job in jobs}
+    assert driver.job_rescue_expired(limit=2) == []
+    assert [state_of(driver, job.id) for job in jobs] == [JobState.QUEUED] * 3
+
+
+@pytest.mark.parametrize(
+    ("max_attempts", "expected"),
+    [(3, counters(retried=1)), (1, counters(dead=1))],
+    ids=["requeued", "failed"],
+)
+def test_job_rescue_expired_moves_counters(driver, store, max_attempts, expected):
+    _expired(driver, store, max_attempts=max_attempts)
+    assert len(driver.job_rescue_expired()) == 1
+    assert store.counters("tests.echo") == expected
+    assert driver.job_rescue_expired() == []
+    assert store.counters("tests.echo") == expected
+
+
+def test_job_rescue_expired_then_claims_all_again(driver, store):
+    jobs = _expired(driver, store, count=2)
+    assert len(driver.job_rescue_expired()) == 2
+    again = claim(driver, limit=5)
+    assert sorted(job.id for job in again) == sorted(job.id for job in jobs)
+    assert {job.attempt for job in again} == {2}

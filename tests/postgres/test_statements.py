@@ -1,0 +1,149 @@
+"""The PostgreSQL driver's named statements: each one runs on the real database, none reads or
+returns a whole row, and every table they name is a model's table."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.db import connection
+
+from ultimat3_jobs.drivers.postgres.queries import SQL_DIR, STATEMENTS, parse
+
+PACKAGE = Path(__file__).resolve().parents[2] / "ultimat3_jobs"
+A = uuid.UUID(int=1)
+B = uuid.UUID(int=2)
+
+ENQUEUE = {
+    "id": A,
+    "name": "tests.echo",
+    "queue": "default",
+    "priority": 0,
+    "run_at": None,
+    "delay_seconds": None,
+    "input": "{}",
+    "idempotency_key": "k",
+    "tenant_id": None,
+    "enqueued_by": None,
+    "max_attempts": 3,
+    "lease_seconds": None,
+    "traceparent": None,
+}
+PARAMS: dict[str, dict[str, Any]] = {
+    "job_enqueue": ENQUEUE,
+    "job_enqueue_resolve": ENQUEUE,
+    "job_enqueue_many": {
+        "ids": [B],
+        "names": ["tests.echo"],
+        "queues": ["default"],
+        "priorities": [0],
+        "run_ats": [None],
+        "delays": [None],
+        "inputs": ["{}"],
+        "keys": [None],
+        "tenants": [None],
+        "enqueued_bys": [None],
+        "max_attempts": [3],
+        "lease_seconds": [None],
+        "traceparents": [None],
+    },
+    "job_enqueue_many_resolve": {"ids": [A], "names": ["tests.echo"], "keys": ["k"]},
+    "job_claim": {"queues": ["default"], "limit": 1, "worker_id": "w", "lease_seconds": 30.0},
+    "job_ack_many": {"ids": [A], "tokens": [A], "results": ["null"]},
+    "job_nack_retry": {
+        "id": A,
+        "claim_token": A,
+        "delay_seconds": 0.0,
+        "error": None,
+        "counts_as_attempt": True,
+    },
+    "job_nack_fail": {"id": A, "claim_token": A, "error": '{"m": 1}', "counts_as_attempt": False},
+    "job_nack_drop": {"id": A, "claim_token": A},
+    "job_heartbeat_many": {"ids": [A], "tokens": [A], "lease_seconds": 30.0},
+    "job_progress": {"id": A, "claim_token": A, "progress": "{}"},
+    "job_cancel": {"id": B},
+    "job_requeue": {"id": B},
+    "job_requeue_classify": {"id": B},
+    "job_rescue_expired": {"limit": 10},
+    "job_get": {"id": A},
+    "queue_demand": {"queues": ["default"], "limit": 10},
+    "pause_add": {"scope": "queue", "target": "q", "paused_by": "", "reason": ""},
+    "pause_remove": {"scope": "queue", "target": "q"},
+    "pause_list": {},
+}
+
+
+def test_every_statement_has_params_here() -> None:
+    assert set(PARAMS) == set(STATEMENTS)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_statement_runs_on_the_real_database(name: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(STATEMENTS[name], PARAMS[name])
+        if cursor.description is not None:
+            cursor.fetchall()
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"--[^\n]*", "", text)
+    return re.sub(r"#[^\n]*", "", text)
+
+
+def test_no_production_statement_reads_or_returns_a_whole_row() -> None:
+    offenders = []
+    pattern = re.compile(r"\b(select|returning)\s+(\w+\.)?\*", re.IGNORECASE)
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.suffix not in {".py", ".sql"} or "migrations" in path.parts:
+            continue
+        for number, line in enumerate(_strip_comments(path.read_text()).splitlines(), 1):
+            if pattern.search(line):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_the_whole_row_scan_would_catch_one() -> None:
+    pattern = re.compile(r"\b(select|returning)\s+(\w+\.)?\*", re.IGNORECASE)
+    assert pattern.search("update x set a = 1 returning *")
+    assert pattern.search("SELECT j.* from x_jobs j")
+    assert not pattern.search("select count(*) from x_jobs")
+
+
+def test_every_table_named_in_sql_is_a_model_table() -> None:
+    tables = {model._meta.db_table for model in apps.get_app_config("ultimat3_jobs").get_models()}
+    named = set()
+    for body in STATEMENTS.values():
+        named |= set(re.findall(r"\b(?:from|into|update|join)\s+(x_[a-z_]+)", body))
+    assert named
+    assert named <= tables
+
+
+def test_each_statement_has_a_comment_saying_why() -> None:
+    for path in sorted(SQL_DIR.glob("*.sql")):
+        text = path.read_text()
+        for name in parse(text, source=path.name):
+            header = text.split(f"-- name: {name}\n", 1)[1]
+            assert header.startswith("-- "), f"{path.name}: {name} has no comment under its name"
+
+
+def test_parse_refuses_a_name_used_twice() -> None:
+    with pytest.raises(ValueError, match="named twice"):
+        parse("-- name: a\nselect 1\n-- name: a\nselect 2", source="x.sql")
+
+
+def test_time_comes_from_the_database_not_the_caller() -> None:
+    compares_to_param = re.compile(
+        r"(run_at|lease_expires_at|expires_at)\s*(<|>|<=|>=)\s*%\(", re.IGNORECASE
+    )
+    for name, body in STATEMENTS.items():
+        assert not compares_to_param.search(body), name
+    for body in (STATEMENTS["job_claim"], STATEMENTS["job_rescue_expired"]):
+        assert "now()" in body
+    driver_source = (PACKAGE / "drivers" / "postgres" / "driver.py").read_text()
+    for clock in ("timezone.now", "datetime.now", "time.time", "utcnow"):
+        assert clock not in driver_source

@@ -1,0 +1,75 @@
+"""Settings for the test suite (pytest reads them through ``DJANGO_SETTINGS_MODULE``).
+
+``DATABASE_URL`` picks the PostgreSQL server (default: the one on 127.0.0.1:5432); Django creates
+and drops its own ``test_<name>`` database there. ``REDIS_URL``, when set, enables the tests
+that need Redis. ``./scripts/test`` sets both.
+"""
+
+from __future__ import annotations
+
+import os
+
+from example_project.dburl import database_from_url
+
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+
+SECRET_KEY = "tests-only-not-a-secret"
+DEBUG = False
+ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "ultimat3_jobs",
+    "tests.testapp",
+]
+
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "tests.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL),
+}
+
+REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
+
+ULTIMAT3_JOBS = {
+    "DRIVER": "postgres",
+    "DEFAULT_TENANT": "none",
+}
+
+# Hashing cost is irrelevant in tests; MD5 keeps user creation fast.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -1,0 +1,121 @@
+"""ULTIMAT3_JOBS: every key validated, messages name key, rule and value; the same text as a
+system check and as ImproperlyConfigured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.checks import run_checks
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from ultimat3_jobs.conf import SPEC, Settings, get_settings, validate
+from ultimat3_jobs.errors import JobsConfigurationError
+
+CASES: list[tuple[str, Any, str, str]] = [
+    # key, bad value, check id, a fragment of the rule
+    ("DRIVER", "mongo", "ultimat3_jobs.E010", "must be one of 'postgres', 'memory'"),
+    ("DRIVER", 3, "ultimat3_jobs.E010", "dotted path"),
+    ("DATABASE", "missing", "ultimat3_jobs.E011", "must name an alias of settings.DATABASES"),
+    ("DEFAULT_QUEUE", "has space", "ultimat3_jobs.E012", "must be a queue name"),
+    ("DEFAULT_TENANT", "acme", "ultimat3_jobs.E013", 'or "none"'),
+    ("DEFAULT_MAX_ATTEMPTS", 0, "ultimat3_jobs.E020", "an integer from 1 to 1000"),
+    ("DEFAULT_MAX_ATTEMPTS", 10**9, "ultimat3_jobs.E020", "an integer from 1 to 1000"),
+    ("DEFAULT_MAX_ATTEMPTS", 2.5, "ultimat3_jobs.E020", "an integer"),
+    ("DEFAULT_MAX_ATTEMPTS", True, "ultimat3_jobs.E020", "an integer"),
+    ("INPUT_MAX_BYTES", -1, "ultimat3_jobs.E021", "an integer from 1"),
+    ("INPUT_MAX_DEPTH", 0, "ultimat3_jobs.E022", "an integer from 1 to 256"),
+    ("VISIBILITY_TIMEOUT_SECONDS", float("nan"), "ultimat3_jobs.E023", "a finite number"),
+    ("VISIBILITY_TIMEOUT_SECONDS", float("inf"), "ultimat3_jobs.E023", "a finite number"),
+    ("VISIBILITY_TIMEOUT_SECONDS", 0, "ultimat3_jobs.E023", "from 1 to 604800"),
+    ("VISIBILITY_TIMEOUT_SECONDS", "30", "ultimat3_jobs.E023", "a finite number"),
+    ("RETRY_BACKOFF_BASE_SECONDS", -1, "ultimat3_jobs.E024", "from 0 to 86400"),
+    ("RETRY_BACKOFF_CAP_SECONDS", float("inf"), "ultimat3_jobs.E025", "a finite number"),
+    ("RETRY_JITTER", 1.5, "ultimat3_jobs.E026", "from 0 to 1"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "check_id", "rule"), CASES)
+def test_each_bad_value_is_named_with_key_rule_and_value(
+    key: str, value: Any, check_id: str, rule: str
+) -> None:
+    problems = validate({key: value})
+    assert len(problems) == 1
+    found_id, message = problems[0]
+    assert found_id == check_id
+    assert f"ULTIMAT3_JOBS[{key!r}]" in message
+    assert rule in message
+    assert f"got {value!r}"[:40] in message
+
+
+def test_every_key_has_a_case() -> None:
+    assert {key for key, *_ in SPEC} == {key for key, *_ in CASES}
+
+
+def test_unknown_key_is_refused_with_the_known_keys() -> None:
+    [(check_id, message)] = validate({"VISIBLITY_TIMEOUT": 5})
+    assert check_id == "ultimat3_jobs.E002"
+    assert "'VISIBLITY_TIMEOUT'" in message
+    assert "VISIBILITY_TIMEOUT_SECONDS" in message
+
+
+def test_not_a_mapping_is_refused() -> None:
+    [(check_id, message)] = validate(["DRIVER", "postgres"])
+    assert check_id == "ultimat3_jobs.E001"
+    assert "must be a dict" in message
+
+
+def test_backoff_cap_below_base_is_refused() -> None:
+    [(check_id, message)] = validate(
+        {"RETRY_BACKOFF_BASE_SECONDS": 10, "RETRY_BACKOFF_CAP_SECONDS": 5}
+    )
+    assert check_id == "ultimat3_jobs.E003"
+    assert "RETRY_BACKOFF_CAP_SECONDS" in message
+
+
+def test_defaults_when_the_setting_is_absent() -> None:
+    with override_settings():
+        from django.conf import settings
+
+        del settings.ULTIMAT3_JOBS
+        assert get_settings() == Settings()
+    assert Settings().input_max_bytes == 256 * 1024
+
+
+def test_settings_are_frozen_and_typed() -> None:
+    with override_settings(ULTIMAT3_JOBS={"VISIBILITY_TIMEOUT_SECONDS": 30, "DRIVER": "memory"}):
+        loaded = get_settings()
+        assert loaded.visibility_timeout_seconds == 30.0
+        assert isinstance(loaded.visibility_timeout_seconds, float)
+        assert loaded.driver_path == "ultimat3_jobs.drivers.memory.MemoryDriver"
+        with pytest.raises(AttributeError):
+            loaded.driver = "postgres"  # type: ignore[misc]
+
+
+def test_read_once_and_reset_on_setting_changed() -> None:
+    with override_settings(ULTIMAT3_JOBS={"DEFAULT_QUEUE": "one"}):
+        assert get_settings().default_queue == "one"
+        with override_settings(ULTIMAT3_JOBS={"DEFAULT_QUEUE": "two"}):
+            assert get_settings().default_queue == "two"
+        assert get_settings().default_queue == "one"
+
+
+def test_bad_setting_raises_improperly_configured_with_the_check_text() -> None:
+    bad = {"INPUT_MAX_BYTES": 0}
+    [(_, message)] = validate(bad)
+    with override_settings(ULTIMAT3_JOBS=bad):
+        with pytest.raises(ImproperlyConfigured) as caught:
+            get_settings()
+        assert isinstance(caught.value, JobsConfigurationError)
+        assert caught.value.code == "X_CONFIG_INVALID"
+        assert caught.value.message == message
+
+
+def test_system_check_reports_the_same_message() -> None:
+    bad = {"RETRY_JITTER": -0.5, "DEFAULT_QUEUE": "no spaces please"}
+    expected = dict(validate(bad))
+    with override_settings(ULTIMAT3_JOBS=bad):
+        errors = [e for e in run_checks() if e.id.startswith("ultimat3_jobs.")]
+    assert {e.id: e.msg for e in errors} == expected
+    assert len(errors) == 2

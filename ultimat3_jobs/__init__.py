@@ -1,0 +1,53 @@
+"""ultimat3-jobs: durable background jobs for Django, on PostgreSQL, with no broker to run.
+
+The public API::
+
+    from ultimat3_jobs import job, Retry, Terminal
+
+    @job(queue="emails", tenant="none", retry=Retry(attempts=5))
+    def send_welcome(ctx, *, user_id: int) -> None: ...
+
+    send_welcome.enqueue(user_id=42)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ultimat3_jobs.errors import Terminal
+from ultimat3_jobs.types import EnqueueResult, JobState
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.client import enqueue_by_name as enqueue
+    from ultimat3_jobs.context import JobContext
+    from ultimat3_jobs.definitions import JobHandle, Retry, job
+
+__all__ = [
+    "EnqueueResult",
+    "JobContext",
+    "JobHandle",
+    "JobState",
+    "Retry",
+    "Terminal",
+    "enqueue",
+    "job",
+]
+
+_LAZY = {
+    "job": ("ultimat3_jobs.definitions", "job"),
+    "Retry": ("ultimat3_jobs.definitions", "Retry"),
+    "JobHandle": ("ultimat3_jobs.definitions", "JobHandle"),
+    "JobContext": ("ultimat3_jobs.context", "JobContext"),
+    "enqueue": ("ultimat3_jobs.client", "enqueue_by_name"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The job model reads Django settings; loading it lazily keeps `import ultimat3_jobs`
+    # safe before settings are configured (INSTALLED_APPS imports the package early).
+    if name in _LAZY:
+        import importlib
+
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'ultimat3_jobs' has no attribute {name!r}")

@@ -1,0 +1,34 @@
+"""The Django app: validates the settings, registers the system checks, and autodiscovers every
+installed app's ``jobs`` module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig
+from django.core.signals import setting_changed
+
+
+def _on_setting_changed(*, setting: str, **_: Any) -> None:
+    from ultimat3_jobs.conf import SETTING_NAME, reset_settings
+    from ultimat3_jobs.drivers import reset_drivers
+
+    if setting in (SETTING_NAME, "DATABASES"):
+        reset_settings()
+        reset_drivers()
+
+
+class Ultimat3JobsConfig(AppConfig):
+    name = "ultimat3_jobs"
+    label = "ultimat3_jobs"
+    verbose_name = "Jobs"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from ultimat3_jobs import checks  # noqa: F401 -- registers the system checks
+        from ultimat3_jobs.conf import get_settings
+        from ultimat3_jobs.registry import autodiscover
+
+        setting_changed.connect(_on_setting_changed, dispatch_uid="ultimat3_jobs.settings")
+        get_settings()  # a bad setting stops start-up with ImproperlyConfigured, naming the key
+        autodiscover()

@@ -1,0 +1,258 @@
+"""The one enqueue path: validate everything, then hand the driver finished requests.
+
+Layer L3 (job model). Every refusal happens here, before the first write, and names the field
+and the rule. The driver only writes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.definitions import EnqueueOptions, JobCall, JobDefinition, options_from
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.errors import (
+    JobDuplicate,
+    JobInputInvalid,
+    JobOptionInvalid,
+    JobPriorityInvalid,
+    JobQueueInvalid,
+    JobRunAtInvalid,
+)
+from ultimat3_jobs.serialization import encode_json
+from ultimat3_jobs.types import (
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    QUEUE_NAME_PATTERN,
+    EnqueueRequest,
+    EnqueueResult,
+    new_job_id,
+)
+
+IDEMPOTENCY_KEY_MAX_LENGTH = 255
+DELAY_SECONDS_LIMIT = 10 * 366 * 86400.0
+_QUEUE = re.compile(QUEUE_NAME_PATTERN)
+
+
+def _queue(definition: JobDefinition, options: EnqueueOptions, settings: Settings) -> str:
+    queue = options.queue if options.queue is not None else definition.queue
+    if queue is None:
+        return settings.default_queue
+    if not isinstance(queue, str) or not _QUEUE.fullmatch(queue):
+        raise JobQueueInvalid(
+            f"queue {queue!r} is not a queue name: 1-63 characters matching {QUEUE_NAME_PATTERN}",
+            field="queue",
+            rule="queue-name",
+        )
+    return queue
+
+
+def _priority(definition: JobDefinition, options: EnqueueOptions) -> int:
+    priority = options.priority if options.priority is not None else definition.priority
+    if (
+        isinstance(priority, bool)
+        or not isinstance(priority, int)
+        or not PRIORITY_MIN <= priority <= PRIORITY_MAX
+    ):
+        raise JobPriorityInvalid(
+            f"priority must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX} (higher runs "
+            f"first); got {priority!r}",
+            field="priority",
+            rule="priority-range",
+        )
+    return priority
+
+
+def _timing(options: EnqueueOptions) -> tuple[datetime | None, float | None]:
+    run_at, delay = options.run_at, options.delay
+    if run_at is not None and delay is not None:
+        raise JobRunAtInvalid(
+            "give run_at or delay, not both", field="run_at", rule="run-at-or-delay"
+        )
+    if run_at is not None:
+        if not isinstance(run_at, datetime):
+            raise JobRunAtInvalid(
+                f"run_at must be an aware datetime; got {type(run_at).__name__} {run_at!r}",
+                field="run_at",
+                rule="aware-datetime",
+            )
+        if run_at.tzinfo is None or run_at.utcoffset() is None:
+            raise JobRunAtInvalid(
+                f"run_at must be timezone-aware; got the naive datetime {run_at.isoformat()} "
+                "(use django.utils.timezone.now() or datetime(..., tzinfo=UTC))",
+                field="run_at",
+                rule="aware-datetime",
+            )
+        return run_at, None
+    if delay is not None:
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not math.isfinite(seconds)
+            or not 0 <= seconds <= DELAY_SECONDS_LIMIT
+        ):
+            raise JobRunAtInvalid(
+                f"delay must be a finite number of seconds (or a timedelta) from 0 to "
+                f"{DELAY_SECONDS_LIMIT:g}; got {delay!r}",
+                field="delay",
+                rule="delay-range",
+            )
+        return None, float(seconds)
+    return None, None
+
+
+def _idempotency_key(options: EnqueueOptions) -> str | None:
+    key = options.idempotency_key
+    if key is None:
+        return None
+    if not isinstance(key, str) or not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX_LENGTH or "\x00" in key:
+        raise JobOptionInvalid(
+            f"idempotency_key must be a string of 1 to {IDEMPOTENCY_KEY_MAX_LENGTH} characters "
+            f"without NUL; got {key!r:.80}",
+            field="idempotency_key",
+            rule="idempotency-key",
+        )
+    return key
+
+
+def _on_conflict(options: EnqueueOptions) -> None:
+    if options.on_conflict not in ("dedupe", "error"):
+        raise JobOptionInvalid(
+            f"on_conflict must be 'dedupe' or 'error'; got {options.on_conflict!r}",
+            field="on_conflict",
+            rule="on-conflict",
+        )
+
+
+def _check_signature(definition: JobDefinition, input: Mapping[str, Any]) -> None:
+    signature = definition.signature
+    if signature is None:
+        return
+    try:
+        signature.bind(None, **input)
+    except TypeError as exc:
+        raise JobInputInvalid(
+            f"input does not match {definition.location}{signature}: {exc}",
+            field="input",
+            rule="signature",
+        ) from None
+
+
+def _enqueued_by(options: EnqueueOptions) -> str | None:
+    value = options.enqueued_by
+    if value is not None and (not isinstance(value, str) or len(value) > 200):
+        raise JobOptionInvalid(
+            f"enqueued_by must be a string of at most 200 characters; got {value!r:.80}",
+            field="enqueued_by",
+            rule="enqueued-by",
+        )
+    return value
+
+
+def build_request(
+    definition: JobDefinition,
+    input: Mapping[str, Any],
+    options: EnqueueOptions,
+    *,
+    settings: Settings | None = None,
+) -> EnqueueRequest:
+    """Validate one enqueue and answer the request a driver writes. Raises a subclass of
+    :class:`~ultimat3_jobs.errors.EnqueueRefused` naming the field and the rule."""
+    settings = settings or get_settings()
+    if not isinstance(input, Mapping):
+        raise JobInputInvalid(
+            f"input must be a mapping of keyword arguments; got {type(input).__name__}",
+            field="input",
+            rule="mapping",
+        )
+    queue = _queue(definition, options, settings)
+    priority = _priority(definition, options)
+    run_at, delay_seconds = _timing(options)
+    key = _idempotency_key(options)
+    _on_conflict(options)
+    enqueued_by = _enqueued_by(options)
+    _check_signature(definition, input)
+    input_json = encode_json(
+        dict(input), max_depth=settings.input_max_depth, max_bytes=settings.input_max_bytes
+    )
+    tenant_id = definition.tenant_for(input)
+    return EnqueueRequest(
+        id=new_job_id(),
+        name=definition.name,
+        queue=queue,
+        input_json=input_json,
+        priority=priority,
+        run_at=run_at,
+        delay_seconds=delay_seconds,
+        idempotency_key=key,
+        on_conflict=options.on_conflict,
+        max_attempts=definition.retry.max_attempts(),
+        lease_seconds=definition.lease_seconds,
+        tenant_id=tenant_id,
+        enqueued_by=enqueued_by,
+    )
+
+
+def enqueue(
+    definition: JobDefinition, input: Mapping[str, Any], options: EnqueueOptions
+) -> EnqueueResult:
+    """Validate and write one job. With ``on_conflict="error"`` a live duplicate raises
+    :class:`~ultimat3_jobs.errors.JobDuplicate` (nothing was written)."""
+    request = build_request(definition, input, options)
+    result = get_driver().job_enqueue(request=request)
+    if result.deduped and request.on_conflict == "error":
+        raise JobDuplicate(
+            f"job {definition.name!r} with idempotency key {request.idempotency_key!r} is "
+            f"already live as {result.id}",
+            existing_id=result.id,
+        )
+    return result
+
+
+def enqueue_many(
+    definition: JobDefinition, inputs: Iterable[Mapping[str, Any]], options: EnqueueOptions
+) -> list[EnqueueResult]:
+    """Validate every input, then write them all, one statement per 1,000."""
+    if options.on_conflict == "error":
+        raise JobOptionInvalid(
+            "enqueue_many answers deduped jobs and cannot raise for one of them: use "
+            "on_conflict='dedupe' (the default) with enqueue_many",
+            field="on_conflict",
+            rule="batch-dedupe",
+        )
+    if options.idempotency_key is not None:
+        raise JobOptionInvalid(
+            "one idempotency_key for a whole batch would dedupe it to one job; enqueue those "
+            "jobs one at a time with their own keys",
+            field="idempotency_key",
+            rule="batch-key",
+        )
+    settings = get_settings()
+    requests = []
+    for index, input in enumerate(inputs):
+        try:
+            requests.append(build_request(definition, input, options, settings=settings))
+        except JobInputInvalid as exc:
+            field = f"inputs[{index}]" + (exc.field[len("input") :] if exc.field else "")
+            raise type(exc)(f"inputs[{index}]: {exc.message}", field=field, rule=exc.rule) from None
+    if not requests:
+        return []
+    return get_driver().job_enqueue_many(requests=requests)
+
+
+def enqueue_by_name(name: str, input: Mapping[str, Any], **options: Any) -> EnqueueResult:
+    """Enqueue the job declared under ``name`` (for callers that hold a name, not a handle).
+    An undeclared name is refused with :class:`~ultimat3_jobs.errors.JobUnknown`: dispatch
+    goes through the registry only."""
+    from ultimat3_jobs.registry import registry
+
+    if not isinstance(name, str):
+        raise JobOptionInvalid(
+            f"a job name must be a string; got {type(name).__name__}", field="name", rule="str"
+        )
+    return JobCall(registry.get(name), options_from(options)).enqueue(**input)

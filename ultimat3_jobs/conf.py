@@ -1,0 +1,204 @@
+"""``settings.ULTIMAT3_JOBS``, read once into a validated, frozen :class:`Settings`.
+
+Layer L1 (core): imports the standard library, ``django.conf`` and earlier L1 modules.
+
+Each key has one validator that answers a message naming the key, the rule and the value. The same
+message is a system check (``ultimat3_jobs.E0xx``, see ``checks.py``) and the text of the
+:class:`~ultimat3_jobs.errors.JobsConfigurationError` raised when the settings are read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.conf import settings as django_settings
+
+from ultimat3_jobs.errors import JobsConfigurationError
+from ultimat3_jobs.types import QUEUE_NAME_PATTERN
+
+SETTING_NAME = "ULTIMAT3_JOBS"
+
+DRIVER_DEFAULT = "postgres"
+DATABASE_DEFAULT = "default"
+DEFAULT_QUEUE_DEFAULT = "default"
+DEFAULT_TENANT_DEFAULT: str | None = None
+DEFAULT_MAX_ATTEMPTS_DEFAULT = 3
+INPUT_MAX_BYTES_DEFAULT = 256 * 1024
+INPUT_MAX_DEPTH_DEFAULT = 32
+VISIBILITY_TIMEOUT_SECONDS_DEFAULT = 300.0
+RETRY_BACKOFF_BASE_SECONDS_DEFAULT = 1.0
+RETRY_BACKOFF_CAP_SECONDS_DEFAULT = 3600.0
+RETRY_JITTER_DEFAULT = 0.1
+
+DRIVER_ALIASES: Mapping[str, str] = {
+    "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
+    "memory": "ultimat3_jobs.drivers.memory.MemoryDriver",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """The validated ``ULTIMAT3_JOBS`` setting. Read it with :func:`get_settings`."""
+
+    driver: str = DRIVER_DEFAULT
+    database: str = DATABASE_DEFAULT
+    default_queue: str = DEFAULT_QUEUE_DEFAULT
+    default_tenant: str | None = DEFAULT_TENANT_DEFAULT
+    default_max_attempts: int = DEFAULT_MAX_ATTEMPTS_DEFAULT
+    input_max_bytes: int = INPUT_MAX_BYTES_DEFAULT
+    input_max_depth: int = INPUT_MAX_DEPTH_DEFAULT
+    visibility_timeout_seconds: float = VISIBILITY_TIMEOUT_SECONDS_DEFAULT
+    retry_backoff_base_seconds: float = RETRY_BACKOFF_BASE_SECONDS_DEFAULT
+    retry_backoff_cap_seconds: float = RETRY_BACKOFF_CAP_SECONDS_DEFAULT
+    retry_jitter: float = RETRY_JITTER_DEFAULT
+
+    @property
+    def driver_path(self) -> str:
+        """The dotted path of the driver class (``DRIVER`` with its aliases resolved)."""
+        return DRIVER_ALIASES.get(self.driver, self.driver)
+
+
+Validator = Callable[[str, Any], str | None]
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _problem(key: str, rule: str, value: Any) -> str:
+    return f"{SETTING_NAME}[{key!r}] {rule}; got {_describe(value)}."
+
+
+def number(
+    *, minimum: float, maximum: float, integer: bool = False, exclusive_minimum: bool = False
+) -> Validator:
+    """A validator for a finite number (an ``int`` when ``integer``) within a range."""
+    kind = "an integer" if integer else "a finite number"
+    low = "greater than" if exclusive_minimum else "from"
+    rule = f"must be {kind} {low} {minimum:g} {'up ' if exclusive_minimum else ''}to {maximum:g}"
+
+    def validate(key: str, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return _problem(key, rule, value)
+        if integer and not isinstance(value, int):
+            return _problem(key, rule, value)
+        if not math.isfinite(value):
+            return _problem(key, rule, value)
+        too_low = value <= minimum if exclusive_minimum else value < minimum
+        if too_low or value > maximum:
+            return _problem(key, rule, value)
+        return None
+
+    return validate
+
+
+def _driver(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and (value in DRIVER_ALIASES or "." in value):
+        return None
+    names = ", ".join(repr(name) for name in DRIVER_ALIASES)
+    return _problem(key, f"must be one of {names} or the dotted path of a driver class", value)
+
+
+def _database(key: str, value: Any) -> str | None:
+    aliases = getattr(django_settings, "DATABASES", {})
+    if isinstance(value, str) and value in aliases:
+        return None
+    return _problem(key, f"must name an alias of settings.DATABASES ({', '.join(aliases)})", value)
+
+
+def _queue(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch(QUEUE_NAME_PATTERN, value):
+        return None
+    return _problem(key, f"must be a queue name matching {QUEUE_NAME_PATTERN}", value)
+
+
+def _tenant(key: str, value: Any) -> str | None:
+    if value is None or value == "none":
+        return None
+    return _problem(
+        key, 'must be None (every job declares its tenant) or "none" (single-tenant)', value
+    )
+
+
+SPEC: tuple[tuple[str, str, Validator], ...] = (
+    # (key, check id, validator); the attribute is the key in lower case.
+    ("DRIVER", "ultimat3_jobs.E010", _driver),
+    ("DATABASE", "ultimat3_jobs.E011", _database),
+    ("DEFAULT_QUEUE", "ultimat3_jobs.E012", _queue),
+    ("DEFAULT_TENANT", "ultimat3_jobs.E013", _tenant),
+    ("DEFAULT_MAX_ATTEMPTS", "ultimat3_jobs.E020", number(minimum=1, maximum=1000, integer=True)),
+    ("INPUT_MAX_BYTES", "ultimat3_jobs.E021", number(minimum=1, maximum=64 * 2**20, integer=True)),
+    ("INPUT_MAX_DEPTH", "ultimat3_jobs.E022", number(minimum=1, maximum=256, integer=True)),
+    (
+        "VISIBILITY_TIMEOUT_SECONDS",
+        "ultimat3_jobs.E023",
+        number(minimum=1, maximum=7 * 86400),
+    ),
+    ("RETRY_BACKOFF_BASE_SECONDS", "ultimat3_jobs.E024", number(minimum=0, maximum=86400)),
+    ("RETRY_BACKOFF_CAP_SECONDS", "ultimat3_jobs.E025", number(minimum=0, maximum=30 * 86400)),
+    ("RETRY_JITTER", "ultimat3_jobs.E026", number(minimum=0, maximum=1)),
+)
+FLOAT_KEYS = (
+    "visibility_timeout_seconds",
+    "retry_backoff_base_seconds",
+    "retry_backoff_cap_seconds",
+    "retry_jitter",
+)
+CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
+CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"
+CHECK_CROSS_FIELD = "ultimat3_jobs.E003"
+
+
+def validate(raw: Any) -> list[tuple[str, str]]:
+    """Every problem of a raw ``ULTIMAT3_JOBS`` value, as ``(check id, message)`` pairs."""
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping):
+        return [(CHECK_NOT_A_MAPPING, _problem("*", "must be a dict", raw).replace("['*']", ""))]
+    problems: list[tuple[str, str]] = []
+    known = {key for key, _, _ in SPEC}
+    for key in raw:
+        if key not in known:
+            rule = f"is not a known key (known keys: {', '.join(sorted(known))})"
+            problems.append((CHECK_UNKNOWN_KEY, f"{SETTING_NAME}[{key!r}] {rule}."))
+    for key, check_id, validator in SPEC:
+        if key in raw:
+            message = validator(key, raw[key])
+            if message:
+                problems.append((check_id, message))
+    if not problems:
+        base = raw.get("RETRY_BACKOFF_BASE_SECONDS", RETRY_BACKOFF_BASE_SECONDS_DEFAULT)
+        cap = raw.get("RETRY_BACKOFF_CAP_SECONDS", RETRY_BACKOFF_CAP_SECONDS_DEFAULT)
+        if cap < base:
+            rule = f"must be at least RETRY_BACKOFF_BASE_SECONDS ({base:g})"
+            problems.append((CHECK_CROSS_FIELD, _problem("RETRY_BACKOFF_CAP_SECONDS", rule, cap)))
+    return problems
+
+
+def raw_setting() -> Any:
+    return getattr(django_settings, SETTING_NAME, None)
+
+
+@cache
+def get_settings() -> Settings:
+    """The validated settings, read once; :func:`reset_settings` forgets them (on
+    ``setting_changed``). Raises :class:`JobsConfigurationError` naming the first problem."""
+    raw = raw_setting()
+    problems = validate(raw)
+    if problems:
+        raise JobsConfigurationError(problems[0][1])
+    values = {key.lower(): raw[key] for key, _, _ in SPEC if raw and key in raw}
+    for key in FLOAT_KEYS:
+        if key in values:
+            values[key] = float(values[key])
+    return Settings(**values)
+
+
+def reset_settings() -> None:
+    get_settings.cache_clear()

@@ -1,0 +1,56 @@
+"""``JobContext``: what a job's body gets as its first argument.
+
+Layer L3 (job model).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger("ultimat3_jobs.job")
+
+
+@dataclass(slots=True, kw_only=True)
+class JobContext:
+    """One attempt of one job, as its body sees it.
+
+    ``cancelled`` is set when the attempt must stop (cancelled by an operator, timed out, lease
+    lost, worker shutting down); a long body polls ``cancelled.is_set()`` or waits on it.
+    ``progress(...)`` reports how far the body got; the worker throttles and stores it.
+    """
+
+    job_id: uuid.UUID
+    name: str
+    attempt: int = 1
+    max_attempts: int = 1
+    queue: str = "default"
+    tenant_id: str | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    logger: logging.LoggerAdapter[logging.Logger] = field(init=False)
+    _on_progress: Callable[[Any], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.logger = logging.LoggerAdapter(
+            logger, {"job_id": str(self.job_id), "job_name": self.name, "attempt": self.attempt}
+        )
+
+    def progress(
+        self, current: float | None = None, total: float | None = None, **extra: Any
+    ) -> None:
+        """Report progress, e.g. ``ctx.progress(40, 100, stage="upload")``. Outside a worker
+        (a direct call of the job) it is only logged."""
+        value: dict[str, Any] = {"current": current, "total": total, **extra}
+        if self._on_progress is not None:
+            self._on_progress(value)
+        else:
+            self.logger.debug("progress %s", value)
+
+    @classmethod
+    def for_direct_call(cls, name: str, **fields: Any) -> JobContext:
+        """A context for running a body outside the queue (tests, scripts)."""
+        return cls(job_id=uuid.uuid4(), name=name, **fields)

@@ -1,0 +1,409 @@
+"""``@job``: a function declared as a job, with its options validated once, at declaration.
+
+Layer L3 (job model): imports L1, L2 and ``django.db.transaction``; never a concrete driver or the
+models.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import random
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.errors import JobDeclarationInvalid, JobTenantRequired
+from ultimat3_jobs.types import (
+    JOB_NAME_PATTERN,
+    PRIORITY_DEFAULT,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    QUEUE_NAME_PATTERN,
+    EnqueueResult,
+    OnConflict,
+)
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.context import JobContext
+
+MAX_ATTEMPTS_LIMIT = 1000
+TIMEOUT_SECONDS_LIMIT = 7 * 86400.0
+
+TenantRule = Callable[[Mapping[str, Any]], Any] | Literal["none"]
+SettledHook = Callable[..., Any]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def _refuse(job_name: str, option: str, rule: str, value: Any) -> JobDeclarationInvalid:
+    return JobDeclarationInvalid(f"job {job_name!r}: {option} {rule}; got {value!r}")
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """How a failed attempt is retried: up to ``attempts`` attempts in all, waiting
+    ``backoff_base_seconds * 2 ** (attempt - 1)`` (at most ``backoff_cap_seconds``) between
+    them, spread by ``jitter`` (a fraction of the wait, 0 to 1). ``None`` takes the setting's
+    default (``DEFAULT_MAX_ATTEMPTS``, ``RETRY_BACKOFF_*``, ``RETRY_JITTER``)."""
+
+    attempts: int | None = None
+    backoff_base_seconds: float | None = None
+    backoff_cap_seconds: float | None = None
+    jitter: float | None = None
+
+    def check(self, job_name: str) -> None:
+        """Refuse a value that is not finite or out of range, naming the option."""
+        a = self.attempts
+        if a is not None and (
+            isinstance(a, bool) or not isinstance(a, int) or not 1 <= a <= MAX_ATTEMPTS_LIMIT
+        ):
+            raise _refuse(
+                job_name, "retry.attempts", f"must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}", a
+            )
+        for option, value, upper in (
+            ("retry.backoff_base_seconds", self.backoff_base_seconds, 86400.0),
+            ("retry.backoff_cap_seconds", self.backoff_cap_seconds, 30 * 86400.0),
+            ("retry.jitter", self.jitter, 1.0),
+        ):
+            if value is not None and not (_finite(value) and 0 <= value <= upper):
+                raise _refuse(
+                    job_name, option, f"must be a finite number from 0 to {upper:g}", value
+                )
+        base, cap = self.backoff_base_seconds, self.backoff_cap_seconds
+        if base is not None and cap is not None and cap < base:
+            raise _refuse(
+                job_name,
+                "retry.backoff_cap_seconds",
+                f"must be at least retry.backoff_base_seconds ({base:g})",
+                cap,
+            )
+
+    def max_attempts(self) -> int:
+        return self.attempts if self.attempts is not None else get_settings().default_max_attempts
+
+    def delay_seconds(self, attempt: int, *, rng: random.Random | None = None) -> float:
+        """The wait before the attempt after ``attempt`` (which counts from 1)."""
+        settings = get_settings()
+        base = (
+            self.backoff_base_seconds
+            if self.backoff_base_seconds is not None
+            else settings.retry_backoff_base_seconds
+        )
+        cap = (
+            self.backoff_cap_seconds
+            if self.backoff_cap_seconds is not None
+            else settings.retry_backoff_cap_seconds
+        )
+        jitter = self.jitter if self.jitter is not None else settings.retry_jitter
+        wait = min(cap, base * 2.0 ** min(max(attempt, 1) - 1, 64))
+        spread = wait * jitter
+        return max(0.0, wait + (rng or random).uniform(-spread, spread))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobDefinition:
+    """A declared job: its body and its options, validated. Build it with :func:`job`."""
+
+    name: str
+    fn: Callable[..., Any]
+    queue: str | None = None
+    priority: int = PRIORITY_DEFAULT
+    retry: Retry = field(default_factory=Retry)
+    timeout_seconds: float | None = None
+    lease_seconds: int | None = None
+    tenant: TenantRule
+    dead_letter: bool = True
+    on_settled: SettledHook | None = None
+    sensitive: frozenset[str] = frozenset()
+    is_async: bool = False
+    signature: inspect.Signature | None = None
+
+    @property
+    def location(self) -> str:
+        """Where the body is defined: ``module.qualname``."""
+        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+
+    def resolved_queue(self) -> str:
+        return self.queue if self.queue is not None else get_settings().default_queue
+
+    def tenant_for(self, input: Mapping[str, Any]) -> str | None:
+        """The tenant this job runs for, decided from its input; ``None`` for ``"none"``."""
+        if self.tenant == "none":
+            return None
+        value = self.tenant(input)
+        return None if value is None else str(value)
+
+
+def _check_declaration(definition: JobDefinition) -> None:
+    name = definition.name
+    if not re.fullmatch(JOB_NAME_PATTERN, name):
+        raise _refuse(name, "name", f"must match {JOB_NAME_PATTERN}", name)
+    if definition.queue is not None and (
+        not isinstance(definition.queue, str)
+        or not re.fullmatch(QUEUE_NAME_PATTERN, definition.queue)
+    ):
+        raise _refuse(name, "queue", f"must match {QUEUE_NAME_PATTERN}", definition.queue)
+    p = definition.priority
+    if isinstance(p, bool) or not isinstance(p, int) or not PRIORITY_MIN <= p <= PRIORITY_MAX:
+        raise _refuse(
+            name, "priority", f"must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX}", p
+        )
+    if not isinstance(definition.retry, Retry):
+        raise _refuse(name, "retry", "must be a Retry(...)", definition.retry)
+    definition.retry.check(name)
+    t = definition.timeout_seconds
+    if t is not None and not (_finite(t) and 0 < t <= TIMEOUT_SECONDS_LIMIT):
+        raise _refuse(
+            name,
+            "timeout",
+            f"must be a finite number of seconds above 0 and at most {TIMEOUT_SECONDS_LIMIT:g}",
+            t,
+        )
+    lease = definition.lease_seconds
+    if lease is not None and (
+        isinstance(lease, bool) or not isinstance(lease, int) or not 1 <= lease <= 7 * 86400
+    ):
+        raise _refuse(name, "lease_seconds", "must be an integer from 1 to 604800", lease)
+    if not (definition.tenant == "none" or callable(definition.tenant)):
+        raise _refuse(
+            name, "tenant", 'must be "none" or a callable of the input', definition.tenant
+        )
+    if definition.on_settled is not None and not callable(definition.on_settled):
+        raise _refuse(name, "on_settled", "must be callable", definition.on_settled)
+
+
+@overload
+def job(fn: Callable[..., Any], /) -> JobHandle: ...
+
+
+@overload
+def job(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: int = PRIORITY_DEFAULT,
+    retry: Retry | None = None,
+    timeout: float | timedelta | None = None,
+    lease_seconds: int | None = None,
+    tenant: TenantRule = UNSET,
+    dead_letter: bool = True,
+    on_settled: SettledHook | None = None,
+    sensitive: Iterable[str] = (),
+) -> Callable[[Callable[..., Any]], JobHandle]: ...
+
+
+def job(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: int = PRIORITY_DEFAULT,
+    retry: Retry | None = None,
+    timeout: float | timedelta | None = None,
+    lease_seconds: int | None = None,
+    tenant: TenantRule = UNSET,
+    dead_letter: bool = True,
+    on_settled: SettledHook | None = None,
+    sensitive: Iterable[str] = (),
+) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
+    """Declare a job. The body takes a :class:`~ultimat3_jobs.context.JobContext` first and
+    its input as keyword arguments::
+
+        @job(queue="emails", tenant="none", retry=Retry(attempts=5))
+        def send_welcome(ctx, *, user_id: int) -> None: ...
+
+        send_welcome.enqueue(user_id=42)
+
+    ``name`` defaults to ``module.qualname``. ``tenant`` is required unless
+    ``ULTIMAT3_JOBS['DEFAULT_TENANT']`` is ``"none"``. ``timeout`` bounds one attempt's run;
+    ``lease_seconds`` overrides ``VISIBILITY_TIMEOUT_SECONDS`` for this job. ``sensitive``
+    names input fields the operator surface redacts. ``on_settled(ctx, outcome)`` runs once
+    after the job ends for good. Declaring registers the job; a duplicate name is refused.
+    """
+
+    def declare(body: Callable[..., Any]) -> JobHandle:
+        from ultimat3_jobs.registry import registry
+
+        if not callable(body):
+            raise JobDeclarationInvalid(f"@job must decorate a function; got {body!r}")
+        if name is None and "<locals>" in getattr(body, "__qualname__", ""):
+            raise JobDeclarationInvalid(
+                f"job {body.__qualname__!r} is defined inside a function: declare jobs at "
+                "module level (in an app's jobs.py) so every worker process declares them too, "
+                "or give it an explicit name=..."
+            )
+        job_name = name or f"{body.__module__}.{body.__qualname__}"
+        chosen_tenant = tenant
+        if chosen_tenant is UNSET:
+            if get_settings().default_tenant != "none":
+                raise JobTenantRequired(
+                    f'job {job_name!r} must declare its tenant: tenant="none" or '
+                    "tenant=lambda input: input[...]; or set ULTIMAT3_JOBS['DEFAULT_TENANT'] "
+                    '= "none" for a single-tenant project'
+                )
+            chosen_tenant = "none"
+        timeout_seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        try:
+            signature = inspect.signature(body)
+        except (TypeError, ValueError):
+            signature = None
+        definition = JobDefinition(
+            name=job_name,
+            fn=body,
+            queue=queue,
+            priority=priority,
+            retry=retry if retry is not None else Retry(),
+            timeout_seconds=timeout_seconds,
+            lease_seconds=lease_seconds,
+            tenant=chosen_tenant,
+            dead_letter=bool(dead_letter),
+            on_settled=on_settled,
+            sensitive=frozenset(sensitive),
+            is_async=inspect.iscoroutinefunction(body),
+            signature=signature,
+        )
+        _check_declaration(definition)
+        if signature is not None and not signature.parameters:
+            raise _refuse(
+                job_name, "body", "must take the job context as its first parameter", str(signature)
+            )
+        handle = JobHandle(definition)
+        registry.register(handle)
+        return handle
+
+    if fn is not None:
+        return declare(fn)
+    return declare
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnqueueOptions:
+    """Per-call options, set with :meth:`JobHandle.using`. ``None`` keeps the job's own."""
+
+    run_at: datetime | None = None
+    delay: float | timedelta | None = None
+    priority: int | None = None
+    queue: str | None = None
+    idempotency_key: str | None = None
+    on_conflict: OnConflict = "dedupe"
+    enqueued_by: str | None = None
+
+
+class JobCall:
+    """A job with per-call options bound: ``handle.using(delay=60).enqueue(user_id=1)``."""
+
+    __slots__ = ("handle", "options")
+
+    def __init__(self, handle: JobHandle, options: EnqueueOptions) -> None:
+        self.handle = handle
+        self.options = options
+
+    def using(self, **options: Any) -> JobCall:
+        """These options with more set; see :meth:`JobHandle.using`."""
+        merged = {key: getattr(self.options, key) for key in EnqueueOptions.__dataclass_fields__}
+        merged.update(options)
+        return JobCall(self.handle, options_from(merged))
+
+    def enqueue(self, **input: Any) -> EnqueueResult:
+        """Enqueue one job with this input; answers its id and ``created`` or ``deduped``."""
+        from ultimat3_jobs.client import enqueue
+
+        return enqueue(self.handle.definition, input, self.options)
+
+    def enqueue_many(self, inputs: Iterable[Mapping[str, Any]]) -> list[EnqueueResult]:
+        """Enqueue one job per input, one write per 1,000; every refusal comes before the first
+        write. Answers in the order given."""
+        from ultimat3_jobs.client import enqueue_many
+
+        return enqueue_many(self.handle.definition, inputs, self.options)
+
+
+def options_from(values: Mapping[str, Any]) -> EnqueueOptions:
+    """Per-call options from keywords; an unknown one is refused, naming it."""
+    unknown = set(values) - set(EnqueueOptions.__dataclass_fields__)
+    if unknown:
+        from ultimat3_jobs.errors import JobOptionInvalid
+
+        known = ", ".join(EnqueueOptions.__dataclass_fields__)
+        raise JobOptionInvalid(
+            f"unknown enqueue option(s) {', '.join(sorted(unknown))}; known: {known}",
+            field=sorted(unknown)[0],
+            rule="known-option",
+        )
+    return EnqueueOptions(**values)
+
+
+class JobHandle:
+    """What ``@job`` answers: call it to run the body directly, or enqueue it."""
+
+    def __init__(self, definition: JobDefinition) -> None:
+        self.definition = definition
+        self.__doc__ = definition.fn.__doc__
+        self.__wrapped__ = definition.fn
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def __repr__(self) -> str:
+        return f"<job {self.definition.name}>"
+
+    def __call__(self, ctx: JobContext, /, **input: Any) -> Any:
+        """Run the body here and now, outside any queue (for tests and scripts)."""
+        return self.definition.fn(ctx, **input)
+
+    def using(
+        self,
+        *,
+        run_at: datetime | None = None,
+        delay: float | timedelta | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        idempotency_key: str | None = None,
+        on_conflict: OnConflict = "dedupe",
+        enqueued_by: str | None = None,
+    ) -> JobCall:
+        """Bind per-call options: ``run_at`` (an aware datetime) or ``delay`` (seconds or a
+        timedelta), ``priority`` (-100..100, higher first), ``queue``, ``idempotency_key``
+        (one live job per key), ``on_conflict`` (``"dedupe"`` answers the live job, ``"error"``
+        raises :class:`~ultimat3_jobs.errors.JobDuplicate`), ``enqueued_by`` (attribution)."""
+        return JobCall(
+            self,
+            EnqueueOptions(
+                run_at=run_at,
+                delay=delay,
+                priority=priority,
+                queue=queue,
+                idempotency_key=idempotency_key,
+                on_conflict=on_conflict,
+                enqueued_by=enqueued_by,
+            ),
+        )
+
+    def enqueue(self, **input: Any) -> EnqueueResult:
+        """Enqueue one job with this input and the job's own options."""
+        return JobCall(self, EnqueueOptions()).enqueue(**input)
+
+    def enqueue_many(self, inputs: Iterable[Mapping[str, Any]]) -> list[EnqueueResult]:
+        """Enqueue one job per input; see :meth:`JobCall.enqueue_many`."""
+        return JobCall(self, EnqueueOptions()).enqueue_many(inputs)
+
+    def tenant_for(self, input: Mapping[str, Any]) -> str | None:
+        return self.definition.tenant_for(input)

@@ -1,0 +1,53 @@
+"""Job stores. :func:`get_driver` answers the configured driver.
+
+Layer L2 (the seam): imports L1 and, by dotted path only, a concrete driver. The concrete drivers
+(``memory``, ``postgres``) implement :class:`~ultimat3_jobs.drivers.base.JobDriver` and never
+import the runtime.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.utils.module_loading import import_string
+
+from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.errors import JobsConfigurationError
+
+_lock = threading.Lock()
+_drivers: dict[str, JobDriver] = {}
+
+
+def get_driver() -> JobDriver:
+    """The driver named by ``ULTIMAT3_JOBS['DRIVER']``, built once per process and settings."""
+    settings = get_settings()
+    path = settings.driver_path
+    key = f"{path}@{settings.database}"
+    driver = _drivers.get(key)
+    if driver is not None:
+        return driver
+    with _lock:
+        driver = _drivers.get(key)
+        if driver is None:
+            try:
+                driver_class = import_string(path)
+            except ImportError as exc:
+                raise JobsConfigurationError(
+                    f"ULTIMAT3_JOBS['DRIVER'] names {path!r}, which cannot be imported: {exc}"
+                ) from exc
+            if not (isinstance(driver_class, type) and issubclass(driver_class, JobDriver)):
+                raise JobsConfigurationError(
+                    f"ULTIMAT3_JOBS['DRIVER'] names {path!r}, which is not a JobDriver subclass"
+                )
+            driver = driver_class(database=settings.database)
+            _drivers[key] = driver
+        return driver
+
+
+def reset_drivers() -> None:
+    """Forget built drivers (on ``setting_changed``, and between tests)."""
+    with _lock:
+        for driver in _drivers.values():
+            driver.close()
+        _drivers.clear()

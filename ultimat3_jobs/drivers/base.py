@@ -1,0 +1,229 @@
+"""The seam: :class:`JobDriver`, the one interface the runtime speaks to a job store.
+
+Layer L2: imports L1 only. A runtime module is handed a driver (see :func:`get_driver`); it never
+imports a concrete one. Every driver passes the one parity suite (``tests/drivers/``), which checks
+the semantics written in the docstrings below.
+
+Rules every driver keeps:
+
+* **Fencing.** Every write about a running attempt (ack, nack, heartbeat, progress) lands only
+  where ``state = 'running'`` and the claim token matches. A miss is not an error: the method
+  answers that it did not land, and the driver logs ``jobs.settle.unowned``.
+* **Store time.** Due times, leases and rescue compare against the store's clock (PostgreSQL's
+  ``now()``), never the caller's.
+* **JSON form.** Input, results and progress are stored as the JSON text the caller encoded and
+  read back parsed, so every driver answers the same values.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ultimat3_jobs.errors import JobClaimQueuesEmpty, PauseInvalid
+from ultimat3_jobs.types import (
+    PAUSE_SCOPES,
+    AckItem,
+    AttemptError,
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    JobRecord,
+    NackAction,
+    Pause,
+    PauseScope,
+    RescuedJob,
+)
+
+ENQUEUE_CHUNK = 1000
+"""``job_enqueue_many`` writes at most this many jobs per statement."""
+
+QUEUE_DEMAND_ROWS = 1000
+"""``queue_demand`` counts ready jobs up to this many per queue: a bounded read at any depth."""
+
+RESCUE_BATCH_DEFAULT = 500
+
+settle_logger = logging.getLogger("ultimat3_jobs.settle")
+
+
+def check_claim_queues(queues: Sequence[str]) -> list[str]:
+    """Refuse a claim that names no queue (:class:`JobClaimQueuesEmpty`); answer the queues
+    as a de-duplicated list in the caller's order."""
+    if isinstance(queues, str) or not queues:
+        raise JobClaimQueuesEmpty(
+            f"a claim must name at least one queue; got {list(queues) if queues else []!r}"
+        )
+    return list(dict.fromkeys(queues))
+
+
+def check_pause(scope: str, target: str) -> None:
+    if scope not in PAUSE_SCOPES or not isinstance(target, str) or not target:
+        raise PauseInvalid(
+            f"a pause needs scope in {PAUSE_SCOPES} and a non-empty target; "
+            f"got scope={scope!r}, target={target!r}"
+        )
+
+
+def log_unowned(operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> None:
+    settle_logger.info(
+        "jobs.settle.unowned: %s of job %s did not land (no running attempt holds claim %s)",
+        operation,
+        job_id,
+        claim_token,
+        extra={"event": "jobs.settle.unowned", "job_id": str(job_id), "operation": operation},
+    )
+
+
+class JobDriver(abc.ABC):
+    """A job store. Methods are named ``noun_verb[_many]``, the same name as the SQL statement
+    or script that implements them and the parity tests that pin them; all arguments after
+    ``self`` are keyword-only."""
+
+    name: ClassVar[str]
+    """A short name for logs and the parity suite (``postgres``, ``memory``)."""
+
+    enqueue_joins_transaction: ClassVar[bool] = False
+    """True when ``job_enqueue`` writes on the Django connection of :attr:`database`, so an
+    enqueue inside ``transaction.atomic(using=database)`` commits or rolls back with it."""
+
+    database: str | None = None
+    """The Django database alias the driver writes through, if any."""
+
+    def __init__(self, *, database: str | None = None) -> None:
+        """Drivers are built by :func:`~ultimat3_jobs.drivers.get_driver` with the configured
+        ``DATABASE`` alias; one that writes elsewhere ignores it."""
+        self.database = database
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+        """Settle completed attempts in one write: each lands (state ``completed``, its result
+        stored, ``finished_at`` set, the minute's ``completed`` counter moved) only if it is
+        still running under its claim token. Answers the ids that landed."""
+
+    @abc.abstractmethod
+    def job_cancel(self, *, job_id: uuid.UUID) -> bool:
+        """Cancel a live job (``queued`` or ``running``): state ``cancelled``. A running
+        attempt's later fenced writes then miss. Answers whether the job was live."""
+
+    @abc.abstractmethod
+    def job_claim(
+        self, *, queues: Sequence[str], limit: int, worker_id: str, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs (``queued`` and ``run_at <= now``) from ``queues``,
+        highest priority first, then earliest ``run_at``; skip paused queues and paused job
+        names and rows another claim holds. Each claimed row becomes ``running`` with
+        ``attempt + 1``, a fresh claim token, ``worker_id`` and a lease of the job's own
+        ``lease_seconds`` or else ``lease_seconds``. An empty ``queues`` is refused
+        (:class:`~ultimat3_jobs.errors.JobClaimQueuesEmpty`)."""
+
+    @abc.abstractmethod
+    def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
+        """Write one job unless a row with the same id, or a live row (queued or running) with
+        the same name and idempotency key, exists: then nothing is written and the answer is
+        ``deduped`` with that row's id. ``on_conflict`` is the caller's business: the driver
+        only reports."""
+
+    @abc.abstractmethod
+    def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        """:meth:`job_enqueue` for many jobs, one write per :data:`ENQUEUE_CHUNK`, answered in
+        the order given. A key repeated within the batch dedupes to its first job."""
+
+    @abc.abstractmethod
+    def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
+        """The job with that id, or ``None``."""
+
+    @abc.abstractmethod
+    def job_heartbeat_many(
+        self,
+        *,
+        attempts: Sequence[tuple[uuid.UUID, uuid.UUID]],
+        lease_seconds: float,
+    ) -> set[uuid.UUID]:
+        """Extend the leases of running attempts, given as ``(job_id, claim_token)``, to now
+        plus the job's own ``lease_seconds`` or else ``lease_seconds``. Answers the ids whose
+        lease was extended; a missing id has lost its lease (rescued, cancelled, settled)."""
+
+    @abc.abstractmethod
+    def job_nack(
+        self,
+        *,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        action: NackAction,
+        delay_seconds: float = 0.0,
+        error: AttemptError | None = None,
+        counts_as_attempt: bool = True,
+    ) -> bool:
+        """Settle a failed attempt, fenced. ``retry``: back to ``queued``, due ``delay_seconds``
+        from now. ``fail``: ``failed`` for good, kept as a dead letter. ``drop``: failed for
+        good and deleted. ``error`` is appended to the job's errors. An attempt that does not
+        count (``counts_as_attempt=False``: a release at shutdown, a refusal) gives its attempt
+        back. Counters: retried, dead (or refused when it does not count), dropped. Answers
+        whether it landed."""
+
+    @abc.abstractmethod
+    def job_progress(
+        self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
+    ) -> bool:
+        """Store a running attempt's progress (JSON text), fenced. Answers whether it landed."""
+
+    @abc.abstractmethod
+    def job_requeue(self, *, job_id: uuid.UUID) -> None:
+        """Put a finished job (completed, failed, cancelled) back to ``queued``, due now, with
+        its attempt count reset and its error history kept. Refuses with
+        :class:`~ultimat3_jobs.errors.JobNotFound`,
+        :class:`~ultimat3_jobs.errors.JobNotRequeueable` (queued or running) or
+        :class:`~ultimat3_jobs.errors.JobDuplicate` (another live job holds its key)."""
+
+    @abc.abstractmethod
+    def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
+        """Take back up to ``limit`` running attempts whose lease has ended: ``queued`` again,
+        or ``failed`` for good when ``attempt >= max_attempts``, an error entry appended
+        either way. Re-checks state and lease at the write, so a job settled or re-claimed
+        meanwhile is left alone."""
+
+    # -- queues and pauses ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def pause_add(
+        self, *, scope: PauseScope, target: str, paused_by: str = "", reason: str = ""
+    ) -> bool:
+        """Pause a queue, a job name or a task. Answers whether it was not paused before."""
+
+    @abc.abstractmethod
+    def pause_list(self) -> list[Pause]:
+        """Every pause, oldest first."""
+
+    @abc.abstractmethod
+    def pause_remove(self, *, scope: PauseScope, target: str) -> bool:
+        """Lift a pause. Answers whether there was one."""
+
+    @abc.abstractmethod
+    def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
+        """Per queue, how many jobs are ready to claim now, counted up to
+        :data:`QUEUE_DEMAND_ROWS`; 0 for a paused queue."""
+
+    def queue_pause(self, *, queue: str, paused_by: str = "", reason: str = "") -> bool:
+        """Pause a queue: its jobs stay queued until :meth:`queue_resume`."""
+        return self.pause_add(scope="queue", target=queue, paused_by=paused_by, reason=reason)
+
+    def queue_resume(self, *, queue: str) -> bool:
+        """Resume a paused queue."""
+        return self.pause_remove(scope="queue", target=queue)
+
+    def close(self) -> None:  # noqa: B027 -- optional hook; most drivers hold nothing to close
+        """Release what the driver holds (connections, threads)."""
+
+
+def describe(driver: JobDriver) -> dict[str, Any]:
+    """The capabilities of a driver, for logs and checks."""
+    return {
+        "name": driver.name,
+        "database": driver.database,
+        "enqueue_joins_transaction": driver.enqueue_joins_transaction,
+    }

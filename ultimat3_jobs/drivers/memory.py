@@ -1,0 +1,762 @@
+"""``MemoryDriver``: the job store in this process's memory, for tests and local development.
+
+A concrete driver: imports L1, L2 only; never the runtime. It keeps the same rules as the
+PostgreSQL driver, statement for statement (``drivers/postgres/sql/*.sql``), and passes the same
+parity suite. Nothing survives the process, and nothing is shared with another process.
+
+State lives in plain structures behind one lock; every method takes it once, reads the store's
+clock (:meth:`MemoryDriver.now`) once, and so acts like one statement at one ``now()``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, NoReturn
+
+from ultimat3_jobs.drivers.base import (
+    QUEUE_DEMAND_ROWS,
+    RESCUE_BATCH_DEFAULT,
+    JobDriver,
+    check_claim_queues,
+    check_pause,
+    log_unowned,
+)
+from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
+from ultimat3_jobs.serialization import decode_json
+from ultimat3_jobs.types import (
+    LIVE_STATES,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    AckItem,
+    AttemptError,
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    JobRecord,
+    JobState,
+    NackAction,
+    Pause,
+    PauseScope,
+    RescuedJob,
+)
+
+LEASE_EXPIRED_CLASS = "ultimat3_jobs.LeaseExpired"
+LEASE_EXPIRED_MESSAGE = "the lease expired before the attempt settled; its worker was lost"
+
+COUNTER_FIELDS: tuple[str, ...] = (
+    "completed",
+    "retried",
+    "dead",
+    "dropped",
+    "refused",
+    "cancelled",
+)
+"""The columns of ``x_job_counters`` that count settles."""
+
+_COMPACT_MIN_STALE = 1024
+
+# (-priority, run_at, seq, version, id): claim order, then insertion order.
+_ReadyEntry = tuple[int, datetime, int, int, uuid.UUID]
+# (run_at, seq, version, id): when the row falls due.
+_DelayedEntry = tuple[datetime, int, int, uuid.UUID]
+CounterKey = tuple[str, str, datetime]
+
+
+@dataclass(slots=True, kw_only=True)
+class _Row:
+    """One row of ``x_jobs``, with the bookkeeping of the claim heaps."""
+
+    id: uuid.UUID
+    name: str
+    queue: str
+    state: JobState
+    priority: int
+    run_at: datetime
+    input_json: str
+    idempotency_key: str | None
+    tenant_id: str | None
+    enqueued_by: str | None
+    attempt: int
+    max_attempts: int
+    lease_seconds: int | None
+    claim_token: uuid.UUID | None
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    progress_json: str | None
+    result_json: str | None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    traceparent: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    seq: int
+    # A heap entry is valid only while the row is queued and the entry carries this version.
+    version: int = 0
+    # Whether the valid entry sits in a ready heap (due) rather than the delayed heap.
+    ready: bool = False
+
+
+def _as_utc(moment: datetime) -> datetime:
+    # A naive value is read the way ``::timestamptz`` reads it in the connection's UTC zone.
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _json_timestamp(moment: datetime) -> str:
+    """A timestamp as PostgreSQL writes a ``timestamptz`` into ``jsonb`` in a UTC session:
+    ISO 8601 with a ``T``, fractional seconds without trailing zeros, and ``+00:00``."""
+    utc = _as_utc(moment)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "+00:00"
+
+
+def _refuse_constant(token: str) -> NoReturn:
+    raise ValueError(f"{token} is not valid JSON")
+
+
+_JSONB_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _check_json(text: str, column: str) -> None:
+    # jsonb refuses what it cannot parse; refuse it here too rather than fail at read time.
+    try:
+        _JSONB_DECODER.decode(text)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{column}: not valid JSON text for jsonb: {exc}") from exc
+
+
+def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
+    # Through JSON and back, so an error entry reads back as jsonb would give it.
+    normal: dict[str, Any] = json.loads(json.dumps(entry, allow_nan=False))
+    return normal
+
+
+class MemoryDriver(JobDriver):
+    """Jobs in a dict of this process, guarded by one lock."""
+
+    name = "memory"
+    enqueue_joins_transaction = False
+
+    def __init__(self, *, database: str | None = None) -> None:
+        self.database = None
+        self._lock = threading.Lock()
+        self._rows: dict[uuid.UUID, _Row] = {}
+        self._live_keys: dict[tuple[str, str], uuid.UUID] = {}
+        self._running: dict[uuid.UUID, None] = {}
+        self._delayed: dict[str, list[_DelayedEntry]] = {}
+        self._ready: dict[tuple[str, str], list[_ReadyEntry]] = {}
+        self._ready_names: dict[str, set[str]] = {}
+        self._ready_count: dict[str, int] = {}
+        self._promoted_at: dict[str, datetime] = {}
+        self._stale = 0
+        self._seq = 0
+        self._pauses: dict[tuple[str, str], tuple[int, Pause]] = {}
+        self._pause_seq = 0
+        self._counters: dict[CounterKey, dict[str, int]] = {}
+
+    # -- the store's clock and test support ---------------------------------------------------
+
+    def now(self) -> datetime:
+        """The store's clock: every due time, lease and rescue compares against it."""
+        return datetime.now(UTC)
+
+    def reset(self) -> None:
+        """Forget every job, pause and counter (test support)."""
+        with self._lock:
+            self._rows.clear()
+            self._live_keys.clear()
+            self._running.clear()
+            self._delayed.clear()
+            self._ready.clear()
+            self._ready_names.clear()
+            self._ready_count.clear()
+            self._promoted_at.clear()
+            self._stale = 0
+            self._seq = 0
+            self._pauses.clear()
+            self._pause_seq = 0
+            self._counters.clear()
+
+    def counter_snapshot(self) -> dict[CounterKey, dict[str, int]]:
+        """The settle counters as ``{(name, period, bucket): {column: count}}``, one entry per
+        row ``x_job_counters`` would hold (test support)."""
+        with self._lock:
+            return {key: dict(counts) for key, counts in self._counters.items()}
+
+    def _set_run_at(self, job_id: uuid.UUID, when: datetime) -> None:
+        """Move a job's ``run_at``, as the PostgreSQL tests do with an UPDATE (test support)."""
+        with self._lock:
+            row = self._get_row(job_id)
+            if row.state is JobState.QUEUED:
+                self._drop_entry(row, popped=False)
+                row.run_at = _as_utc(when)
+                self._push(row)
+                self._maybe_compact()
+            else:
+                row.run_at = _as_utc(when)
+
+    def _set_lease_expires_at(self, job_id: uuid.UUID, when: datetime) -> None:
+        """Move a job's ``lease_expires_at``, as the PostgreSQL tests do with an UPDATE (test
+        support)."""
+        with self._lock:
+            self._get_row(job_id).lease_expires_at = _as_utc(when)
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+        if not items:
+            return set()
+        for item in items:
+            _check_json(item.result_json, "result")
+        landed: set[uuid.UUID] = set()
+        with self._lock:
+            now = self.now()
+            for item in items:
+                row = self._owned(item.job_id, item.claim_token)
+                if row is None:
+                    continue
+                self._move(row, JobState.COMPLETED)
+                row.result_json = item.result_json
+                row.finished_at = now
+                row.lease_expires_at = None
+                self._count(row.name, now, "completed")
+                landed.add(row.id)
+        for item in items:
+            if item.job_id not in landed:
+                log_unowned("ack", item.job_id, item.claim_token)
+        return landed
+
+    def job_cancel(self, *, job_id: uuid.UUID) -> bool:
+        with self._lock:
+            row = self._rows.get(job_id)
+            if row is None or row.state not in LIVE_STATES:
+                return False
+            now = self.now()
+            self._move(row, JobState.CANCELLED)
+            row.finished_at = now
+            row.lease_expires_at = None
+            self._count(row.name, now, "cancelled")
+            self._maybe_compact()
+            return True
+
+    def job_claim(
+        self, *, queues: Sequence[str], limit: int, worker_id: str, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        names = check_claim_queues(queues)
+        if limit <= 0:
+            return []
+        claimed: list[ClaimedJob] = []
+        with self._lock:
+            now = self.now()
+            paused_queues = self._paused("queue")
+            paused_names = self._paused("job")
+            # One head per (queue, job name) heap; merging the heads gives the claim order
+            # across queues without touching rows of paused names beyond their heap's top.
+            heads: list[tuple[_ReadyEntry, str, str]] = []
+            for queue in names:
+                if queue in paused_queues:
+                    continue
+                self._promote(queue, now)
+                for job_name in list(self._ready_names.get(queue, ())):
+                    if job_name in paused_names:
+                        continue
+                    top = self._top(queue, job_name)
+                    if top is not None:
+                        heads.append((top, queue, job_name))
+            heapq.heapify(heads)
+            while heads and len(claimed) < limit:
+                entry, queue, job_name = heapq.heappop(heads)
+                heapq.heappop(self._ready[(queue, job_name)])
+                row = self._rows[entry[4]]
+                self._move(row, JobState.RUNNING, popped=True)
+                row.attempt += 1
+                row.claim_token = uuid.uuid4()
+                row.worker_id = worker_id
+                row.started_at = now
+                seconds = row.lease_seconds if row.lease_seconds is not None else lease_seconds
+                row.lease_expires_at = now + timedelta(seconds=float(seconds))
+                claimed.append(self._claimed(row))
+                top = self._top(queue, job_name)
+                if top is not None:
+                    heapq.heappush(heads, (top, queue, job_name))
+        return claimed
+
+    def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
+        self._check_request(request)
+        with self._lock:
+            return self._enqueue(request, self.now())
+
+    def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        for request in requests:
+            self._check_request(request)
+        with self._lock:
+            now = self.now()
+            return [self._enqueue(request, now) for request in requests]
+
+    def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
+        with self._lock:
+            row = self._rows.get(job_id)
+            if row is None:
+                return None
+            return JobRecord(
+                id=row.id,
+                name=row.name,
+                queue=row.queue,
+                state=row.state,
+                priority=row.priority,
+                run_at=row.run_at,
+                input=decode_json(row.input_json),
+                idempotency_key=row.idempotency_key,
+                tenant_id=row.tenant_id,
+                enqueued_by=row.enqueued_by,
+                attempt=row.attempt,
+                max_attempts=row.max_attempts,
+                worker_id=row.worker_id,
+                lease_expires_at=row.lease_expires_at,
+                progress=decode_json(row.progress_json),
+                result=decode_json(row.result_json),
+                errors=decode_json(json.dumps(row.errors)),
+                created_at=row.created_at,
+                started_at=row.started_at,
+                finished_at=row.finished_at,
+            )
+
+    def job_heartbeat_many(
+        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], lease_seconds: float
+    ) -> set[uuid.UUID]:
+        if not attempts:
+            return set()
+        landed: set[uuid.UUID] = set()
+        with self._lock:
+            now = self.now()
+            for job_id, token in attempts:
+                row = self._owned(job_id, token)
+                if row is None:
+                    continue
+                seconds = row.lease_seconds if row.lease_seconds is not None else lease_seconds
+                row.lease_expires_at = now + timedelta(seconds=float(seconds))
+                landed.add(row.id)
+        for job_id, token in attempts:
+            if job_id not in landed:
+                log_unowned("heartbeat", job_id, token)
+        return landed
+
+    def job_nack(
+        self,
+        *,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        action: NackAction,
+        delay_seconds: float = 0.0,
+        error: AttemptError | None = None,
+        counts_as_attempt: bool = True,
+    ) -> bool:
+        if action not in ("retry", "fail", "drop"):
+            raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
+        entry = _normalized(error.as_json()) if error is not None and action != "drop" else None
+        with self._lock:
+            row = self._owned(job_id, claim_token)
+            if row is not None:
+                self._settle_nack(row, action, delay_seconds, entry, counts_as_attempt)
+        if row is None:
+            log_unowned(f"nack ({action})", job_id, claim_token)
+            return False
+        return True
+
+    def _settle_nack(
+        self,
+        row: _Row,
+        action: NackAction,
+        delay_seconds: float,
+        entry: dict[str, Any] | None,
+        counts_as_attempt: bool,
+    ) -> None:
+        now = self.now()
+        if action == "drop":
+            self._move(row, None)
+            self._count(row.name, now, "dropped")
+            return
+        if not counts_as_attempt:
+            row.attempt = max(row.attempt - 1, 0)
+        if entry is not None:
+            row.errors.append({**entry, "at": _json_timestamp(now)})
+        row.lease_expires_at = None
+        if action == "retry":
+            row.run_at = now + timedelta(seconds=max(0.0, float(delay_seconds)))
+            row.claim_token = None
+            row.worker_id = None
+            self._move(row, JobState.QUEUED)
+            if counts_as_attempt:
+                self._count(row.name, now, "retried")
+        else:
+            row.finished_at = now
+            self._move(row, JobState.FAILED)
+            self._count(row.name, now, "dead" if counts_as_attempt else "refused")
+
+    def job_progress(
+        self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
+    ) -> bool:
+        _check_json(progress_json, "progress")
+        with self._lock:
+            row = self._owned(job_id, claim_token)
+            if row is not None:
+                row.progress_json = progress_json
+        if row is None:
+            log_unowned("progress", job_id, claim_token)
+            return False
+        return True
+
+    def job_requeue(self, *, job_id: uuid.UUID) -> None:
+        with self._lock:
+            row = self._rows.get(job_id)
+            if row is None:
+                raise JobNotFound(f"no job has id {job_id}")
+            holder = self._key_holder(row)
+            if row.state not in LIVE_STATES and holder is None:
+                row.run_at = self.now()
+                row.attempt = 0
+                row.claim_token = None
+                row.worker_id = None
+                row.lease_expires_at = None
+                row.started_at = None
+                row.finished_at = None
+                row.result_json = None
+                row.progress_json = None
+                self._move(row, JobState.QUEUED)
+                return
+            state = row.state.value
+        if holder is not None:
+            raise JobDuplicate(
+                f"job {job_id} cannot be requeued: live job {holder} holds its idempotency key",
+                existing_id=holder,
+            )
+        raise JobNotRequeueable(
+            f"job {job_id} is {state}; only a completed, failed or cancelled job can be requeued"
+        )
+
+    def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
+        if limit <= 0:
+            return []
+        rescued: list[RescuedJob] = []
+        with self._lock:
+            now = self.now()
+            expired = [
+                row
+                for row in map(self._rows.__getitem__, self._running)
+                if row.lease_expires_at is not None and row.lease_expires_at < now
+            ]
+            expired.sort(key=lambda row: (row.lease_expires_at, row.seq))
+            for row in expired[:limit]:
+                row.errors.append(
+                    _normalized(
+                        {
+                            "attempt": row.attempt,
+                            "error_class": LEASE_EXPIRED_CLASS,
+                            "message": LEASE_EXPIRED_MESSAGE,
+                            "traceback": "",
+                            "worker_id": row.worker_id,
+                            "at": _json_timestamp(now),
+                        }
+                    )
+                )
+                # worker_id stays: the statement clears only the lease and the claim token.
+                row.run_at = now
+                row.lease_expires_at = None
+                row.claim_token = None
+                if row.attempt >= row.max_attempts:
+                    row.finished_at = now
+                    self._move(row, JobState.FAILED)
+                    self._count(row.name, now, "dead")
+                else:
+                    row.finished_at = None
+                    self._move(row, JobState.QUEUED)
+                    self._count(row.name, now, "retried")
+                rescued.append(
+                    RescuedJob(id=row.id, name=row.name, state=row.state, attempt=row.attempt)
+                )
+        return rescued
+
+    # -- queues and pauses ----------------------------------------------------------------
+
+    def pause_add(
+        self, *, scope: PauseScope, target: str, paused_by: str = "", reason: str = ""
+    ) -> bool:
+        check_pause(scope, target)
+        with self._lock:
+            if (scope, target) in self._pauses:
+                return False
+            self._pause_seq += 1
+            pause = Pause(
+                scope=scope,
+                target=target,
+                paused_by=paused_by,
+                reason=reason,
+                created_at=self.now(),
+            )
+            self._pauses[(scope, target)] = (self._pause_seq, pause)
+            return True
+
+    def pause_list(self) -> list[Pause]:
+        with self._lock:
+            ordered = sorted(self._pauses.values(), key=lambda item: (item[1].created_at, item[0]))
+        return [pause for _, pause in ordered]
+
+    def pause_remove(self, *, scope: PauseScope, target: str) -> bool:
+        check_pause(scope, target)
+        with self._lock:
+            return self._pauses.pop((scope, target), None) is not None
+
+    def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
+        names = check_claim_queues(queues)
+        demand: dict[str, int] = {}
+        with self._lock:
+            now = self.now()
+            paused_queues = self._paused("queue")
+            for queue in names:
+                if queue in paused_queues:
+                    demand[queue] = 0
+                    continue
+                # Rows of paused job names count: the statement filters only paused queues.
+                self._promote(queue, now)
+                demand[queue] = min(self._ready_count.get(queue, 0), QUEUE_DEMAND_ROWS)
+        return demand
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def _check_request(self, request: EnqueueRequest) -> None:
+        _check_json(request.input_json, "input")
+        if not PRIORITY_MIN <= request.priority <= PRIORITY_MAX:
+            raise ValueError(
+                f"x_jobs_priority_range: priority {request.priority} is outside "
+                f"{PRIORITY_MIN}..{PRIORITY_MAX}"
+            )
+        if request.max_attempts < 1:
+            raise ValueError(
+                f"x_jobs_attempts_valid: max_attempts {request.max_attempts} is below 1"
+            )
+
+    def _enqueue(self, request: EnqueueRequest, now: datetime) -> EnqueueResult:
+        if request.id in self._rows:
+            return EnqueueResult(request.id, "deduped")
+        key = request.idempotency_key
+        if key is not None:
+            holder = self._live_keys.get((request.name, key))
+            if holder is not None:
+                return EnqueueResult(holder, "deduped")
+        if request.run_at is not None:
+            run_at = _as_utc(request.run_at)
+        else:
+            run_at = now + timedelta(seconds=float(request.delay_seconds or 0))
+        self._seq += 1
+        row = _Row(
+            id=request.id,
+            name=request.name,
+            queue=request.queue,
+            state=JobState.QUEUED,
+            priority=request.priority,
+            run_at=run_at,
+            input_json=request.input_json,
+            idempotency_key=key,
+            tenant_id=request.tenant_id,
+            enqueued_by=request.enqueued_by,
+            attempt=0,
+            max_attempts=request.max_attempts,
+            lease_seconds=request.lease_seconds,
+            claim_token=None,
+            worker_id=None,
+            lease_expires_at=None,
+            progress_json=None,
+            result_json=None,
+            traceparent=request.traceparent,
+            created_at=now,
+            started_at=None,
+            finished_at=None,
+            seq=self._seq,
+        )
+        self._rows[row.id] = row
+        if key is not None:
+            self._live_keys[(row.name, key)] = row.id
+        self._push(row)
+        return EnqueueResult(row.id, "created")
+
+    def _get_row(self, job_id: uuid.UUID) -> _Row:
+        row = self._rows.get(job_id)
+        if row is None:
+            raise JobNotFound(f"no job has id {job_id}")
+        return row
+
+    def _owned(self, job_id: uuid.UUID, claim_token: uuid.UUID) -> _Row | None:
+        """The row a fenced write may touch: running under that claim token."""
+        row = self._rows.get(job_id)
+        if row is None or row.state is not JobState.RUNNING or row.claim_token != claim_token:
+            return None
+        return row
+
+    def _key_holder(self, row: _Row) -> uuid.UUID | None:
+        """The other live job holding the row's (name, idempotency key), if any."""
+        if row.idempotency_key is None:
+            return None
+        holder = self._live_keys.get((row.name, row.idempotency_key))
+        return holder if holder != row.id else None
+
+    def _move(self, row: _Row, state: JobState | None, *, popped: bool = False) -> None:
+        """Change a row's state (``None`` deletes it), keeping the live-key index, the running
+        set and the claim heaps in step. ``popped``: the claim already took its heap entry."""
+        old = row.state
+        if old is JobState.QUEUED:
+            self._drop_entry(row, popped=popped)
+        elif old is JobState.RUNNING:
+            self._running.pop(row.id, None)
+        key = (row.name, row.idempotency_key) if row.idempotency_key is not None else None
+        was_live = old in LIVE_STATES
+        is_live = state is not None and state in LIVE_STATES
+        if key is not None and was_live and not is_live and self._live_keys.get(key) == row.id:
+            del self._live_keys[key]
+        if state is None:
+            del self._rows[row.id]
+            return
+        row.state = state
+        if key is not None and is_live and not was_live:
+            self._live_keys[key] = row.id
+        if state is JobState.RUNNING:
+            self._running[row.id] = None
+        elif state is JobState.QUEUED:
+            self._push(row)
+
+    def _count(self, job_name: str, now: datetime, column: str) -> None:
+        bucket = _as_utc(now).replace(second=0, microsecond=0)
+        counts = self._counters.get((job_name, "minute", bucket))
+        if counts is None:
+            counts = dict.fromkeys(COUNTER_FIELDS, 0)
+            self._counters[(job_name, "minute", bucket)] = counts
+        counts[column] += 1
+
+    def _paused(self, scope: str) -> set[str]:
+        return {target for (kind, target) in self._pauses if kind == scope}
+
+    @staticmethod
+    def _claimed(row: _Row) -> ClaimedJob:
+        assert row.claim_token is not None and row.lease_expires_at is not None
+        return ClaimedJob(
+            id=row.id,
+            name=row.name,
+            queue=row.queue,
+            input=decode_json(row.input_json),
+            attempt=row.attempt,
+            max_attempts=row.max_attempts,
+            claim_token=row.claim_token,
+            priority=row.priority,
+            tenant_id=row.tenant_id,
+            lease_expires_at=row.lease_expires_at,
+            enqueued_at=row.created_at,
+            traceparent=row.traceparent,
+        )
+
+    # -- claim heaps ------------------------------------------------------------------------
+    #
+    # Every queued row has exactly one valid entry: in its queue's delayed heap (by run_at) until
+    # a claim or demand read finds it due, then in the ready heap of its (queue, job name), in
+    # claim order. Entries of rows that left the queue or moved are left behind and skipped when
+    # they surface (``_stale`` counts them; ``_maybe_compact`` rebuilds when they pile up).
+    # ``_ready_count`` is the number of valid ready entries per queue: the demand.
+
+    def _push(self, row: _Row) -> None:
+        row.version += 1
+        row.ready = False
+        heap = self._delayed.setdefault(row.queue, [])
+        heapq.heappush(heap, (row.run_at, row.seq, row.version, row.id))
+
+    def _drop_entry(self, row: _Row, *, popped: bool) -> None:
+        if row.ready:
+            self._ready_count[row.queue] -= 1
+            row.ready = False
+        if not popped:
+            self._stale += 1
+        row.version += 1
+
+    def _valid(self, entry_id: uuid.UUID, version: int) -> _Row | None:
+        row = self._rows.get(entry_id)
+        if row is None or row.state is not JobState.QUEUED or row.version != version:
+            return None
+        return row
+
+    def _promote(self, queue: str, now: datetime) -> None:
+        """Move the queue's rows due at ``now`` into its ready heaps, so that they hold exactly
+        the queued rows with ``run_at <= now``."""
+        promoted_at = self._promoted_at.get(queue)
+        if promoted_at is not None and now < promoted_at:
+            self._demote(queue, now)
+        self._promoted_at[queue] = now
+        delayed = self._delayed.get(queue)
+        while delayed and delayed[0][0] <= now:
+            run_at, seq, version, entry_id = heapq.heappop(delayed)
+            row = self._valid(entry_id, version)
+            if row is None:
+                self._stale -= 1
+                continue
+            heap = self._ready.setdefault((queue, row.name), [])
+            heapq.heappush(heap, (-row.priority, run_at, seq, version, entry_id))
+            self._ready_names.setdefault(queue, set()).add(row.name)
+            self._ready_count[queue] = self._ready_count.get(queue, 0) + 1
+            row.ready = True
+        if delayed is not None and not delayed:
+            del self._delayed[queue]
+
+    def _demote(self, queue: str, now: datetime) -> None:
+        # The clock stepped back: rows promoted since are no longer due. Rare, so a full pass
+        # over the queue's ready heaps is fine.
+        delayed = self._delayed.setdefault(queue, [])
+        for job_name in list(self._ready_names.get(queue, ())):
+            kept: list[_ReadyEntry] = []
+            for entry in self._ready[(queue, job_name)]:
+                row = self._valid(entry[4], entry[3])
+                if row is None:
+                    self._stale -= 1
+                elif entry[1] > now:
+                    self._ready_count[queue] -= 1
+                    row.ready = False
+                    heapq.heappush(delayed, (entry[1], entry[2], entry[3], entry[4]))
+                else:
+                    kept.append(entry)
+            heapq.heapify(kept)
+            self._ready[(queue, job_name)] = kept
+            self._top(queue, job_name)
+
+    def _top(self, queue: str, job_name: str) -> _ReadyEntry | None:
+        """The first valid entry of a ready heap, dropping stale ones on the way; an emptied
+        heap is forgotten."""
+        heap = self._ready.get((queue, job_name))
+        while heap:
+            entry = heap[0]
+            if self._valid(entry[4], entry[3]) is not None:
+                return entry
+            heapq.heappop(heap)
+            self._stale -= 1
+        if heap is not None:
+            del self._ready[(queue, job_name)]
+            self._ready_names[queue].discard(job_name)
+            if not self._ready_names[queue]:
+                del self._ready_names[queue]
+        return None
+
+    def _maybe_compact(self) -> None:
+        if self._stale <= max(_COMPACT_MIN_STALE, len(self._rows)):
+            return
+        self._delayed.clear()
+        self._ready.clear()
+        self._ready_names.clear()
+        self._ready_count.clear()
+        self._promoted_at.clear()
+        self._stale = 0
+        for row in self._rows.values():
+            if row.state is JobState.QUEUED:
+                self._push(row)

@@ -1,0 +1,331 @@
+"""``PostgresDriver``: the job store on PostgreSQL, through Django's connection for one alias.
+
+Statements run on ``connections[database]``, so an enqueue inside ``transaction.atomic()`` on that
+alias commits or rolls back with the caller's transaction. Every statement is a named one of
+``sql/*.sql``, reached through the models' raw-SQL managers.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from ultimat3_jobs.drivers.base import (
+    ENQUEUE_CHUNK,
+    QUEUE_DEMAND_ROWS,
+    RESCUE_BATCH_DEFAULT,
+    JobDriver,
+    check_claim_queues,
+    check_pause,
+    log_unowned,
+)
+from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
+from ultimat3_jobs.models import Job, JobPause
+from ultimat3_jobs.serialization import decode_json
+from ultimat3_jobs.types import (
+    AckItem,
+    AttemptError,
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    JobRecord,
+    JobState,
+    NackAction,
+    Pause,
+    PauseScope,
+    RescuedJob,
+)
+
+
+def _enqueue_params(request: EnqueueRequest) -> dict[str, Any]:
+    return {
+        "id": request.id,
+        "name": request.name,
+        "queue": request.queue,
+        "priority": request.priority,
+        "run_at": request.run_at,
+        "delay_seconds": request.delay_seconds,
+        "input": request.input_json,
+        "idempotency_key": request.idempotency_key,
+        "tenant_id": request.tenant_id,
+        "enqueued_by": request.enqueued_by,
+        "max_attempts": request.max_attempts,
+        "lease_seconds": request.lease_seconds,
+        "traceparent": request.traceparent,
+    }
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+class PostgresDriver(JobDriver):
+    """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias."""
+
+    name = "postgres"
+    enqueue_joins_transaction = True
+
+    def __init__(self, *, database: str = "default") -> None:
+        self.database = database
+        self._jobs = Job.objects.db_manager(database)
+        self._pauses = JobPause.objects.db_manager(database)
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+        if not items:
+            return set()
+        rows = self._jobs.run(
+            "job_ack_many",
+            {
+                "ids": [item.job_id for item in items],
+                "tokens": [item.claim_token for item in items],
+                "results": [item.result_json for item in items],
+            },
+        )
+        landed = {_as_uuid(row[0]) for row in rows}
+        for item in items:
+            if item.job_id not in landed:
+                log_unowned("ack", item.job_id, item.claim_token)
+        return landed
+
+    def job_cancel(self, *, job_id: uuid.UUID) -> bool:
+        return bool(self._jobs.run("job_cancel", {"id": job_id}))
+
+    def job_claim(
+        self, *, queues: Sequence[str], limit: int, worker_id: str, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        names = check_claim_queues(queues)
+        if limit <= 0:
+            return []
+        rows = self._jobs.run(
+            "job_claim",
+            {
+                "queues": names,
+                "limit": limit,
+                "worker_id": worker_id,
+                "lease_seconds": float(lease_seconds),
+            },
+        )
+        rows.sort(key=lambda row: (-row[7], row[12]))
+        return [
+            ClaimedJob(
+                id=_as_uuid(row[0]),
+                name=row[1],
+                queue=row[2],
+                input=decode_json(row[3]),
+                attempt=row[4],
+                max_attempts=row[5],
+                claim_token=_as_uuid(row[6]),
+                priority=row[7],
+                tenant_id=row[8],
+                lease_expires_at=row[9],
+                enqueued_at=row[10],
+                traceparent=row[11],
+            )
+            for row in rows
+        ]
+
+    def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
+        params = _enqueue_params(request)
+        # Inserts twice at most: a conflicting live row may settle between the insert and the
+        # resolve, freeing its key; the second insert then takes it.
+        for _ in range(2):
+            if self._jobs.run("job_enqueue", params):
+                return EnqueueResult(request.id, "created")
+            rows = self._jobs.run("job_enqueue_resolve", params)
+            if rows:
+                return EnqueueResult(_as_uuid(rows[0][0]), "deduped")
+        raise JobDuplicate(
+            f"job {request.name!r} with idempotency key {request.idempotency_key!r} kept "
+            "conflicting with a row that was gone when looked up; try again"
+        )
+
+    def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        results: list[EnqueueResult] = []
+        for start in range(0, len(requests), ENQUEUE_CHUNK):
+            results.extend(self._enqueue_chunk(requests[start : start + ENQUEUE_CHUNK]))
+        return results
+
+    def _enqueue_chunk(self, chunk: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        if not chunk:
+            return []
+        inserted = {
+            _as_uuid(row[0])
+            for row in self._jobs.run(
+                "job_enqueue_many",
+                {
+                    "ids": [r.id for r in chunk],
+                    "names": [r.name for r in chunk],
+                    "queues": [r.queue for r in chunk],
+                    "priorities": [r.priority for r in chunk],
+                    "run_ats": [r.run_at for r in chunk],
+                    "delays": [r.delay_seconds for r in chunk],
+                    "inputs": [r.input_json for r in chunk],
+                    "keys": [r.idempotency_key for r in chunk],
+                    "tenants": [r.tenant_id for r in chunk],
+                    "enqueued_bys": [r.enqueued_by for r in chunk],
+                    "max_attempts": [r.max_attempts for r in chunk],
+                    "lease_seconds": [r.lease_seconds for r in chunk],
+                    "traceparents": [r.traceparent for r in chunk],
+                },
+            )
+        }
+        skipped = [r for r in chunk if r.id not in inserted]
+        answers: dict[uuid.UUID, uuid.UUID] = {}
+        if skipped:
+            rows = self._jobs.run(
+                "job_enqueue_many_resolve",
+                {
+                    "ids": [r.id for r in skipped],
+                    "names": [r.name for r in skipped],
+                    "keys": [r.idempotency_key for r in skipped],
+                },
+            )
+            # A row holding the requested id wins over the live row holding its key.
+            for requested, found, _same_id in sorted(rows, key=lambda row: not row[2]):
+                answers.setdefault(_as_uuid(requested), _as_uuid(found))
+        results: list[EnqueueResult] = []
+        for request in chunk:
+            if request.id in inserted:
+                # An id repeated within the batch was written once: its later copies fall
+                # through to job_enqueue, which answers them deduped.
+                inserted.discard(request.id)
+                results.append(EnqueueResult(request.id, "created"))
+            elif request.id in answers:
+                results.append(EnqueueResult(answers[request.id], "deduped"))
+            else:
+                # Neither inserted nor found: its conflicting row settled meanwhile.
+                results.append(self.job_enqueue(request=request))
+        return results
+
+    def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
+        rows = self._jobs.run("job_get", {"id": job_id})
+        if not rows:
+            return None
+        row = rows[0]
+        return JobRecord(
+            id=_as_uuid(row[0]),
+            name=row[1],
+            queue=row[2],
+            state=JobState(row[3]),
+            priority=row[4],
+            run_at=row[5],
+            input=decode_json(row[6]),
+            idempotency_key=row[7],
+            tenant_id=row[8],
+            enqueued_by=row[9],
+            attempt=row[10],
+            max_attempts=row[11],
+            worker_id=row[12],
+            lease_expires_at=row[13],
+            progress=decode_json(row[14]),
+            result=decode_json(row[15]),
+            errors=decode_json(row[16]) or [],
+            created_at=row[17],
+            started_at=row[18],
+            finished_at=row[19],
+        )
+
+    def job_heartbeat_many(
+        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], lease_seconds: float
+    ) -> set[uuid.UUID]:
+        if not attempts:
+            return set()
+        rows = self._jobs.run(
+            "job_heartbeat_many",
+            {
+                "ids": [job_id for job_id, _ in attempts],
+                "tokens": [token for _, token in attempts],
+                "lease_seconds": float(lease_seconds),
+            },
+        )
+        landed = {_as_uuid(row[0]) for row in rows}
+        for job_id, token in attempts:
+            if job_id not in landed:
+                log_unowned("heartbeat", job_id, token)
+        return landed
+
+    def job_nack(
+        self,
+        *,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        action: NackAction,
+        delay_seconds: float = 0.0,
+        error: AttemptError | None = None,
+        counts_as_attempt: bool = True,
+    ) -> bool:
+        statement = {"retry": "job_nack_retry", "fail": "job_nack_fail", "drop": "job_nack_drop"}
+        params: dict[str, Any] = {"id": job_id, "claim_token": claim_token}
+        if action != "drop":
+            params["error"] = json.dumps(error.as_json()) if error is not None else None
+            params["counts_as_attempt"] = counts_as_attempt
+        if action == "retry":
+            params["delay_seconds"] = max(0.0, float(delay_seconds))
+        landed = bool(self._jobs.run(statement[action], params))
+        if not landed:
+            log_unowned(f"nack ({action})", job_id, claim_token)
+        return landed
+
+    def job_progress(
+        self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
+    ) -> bool:
+        landed = bool(
+            self._jobs.run(
+                "job_progress",
+                {"id": job_id, "claim_token": claim_token, "progress": progress_json},
+            )
+        )
+        if not landed:
+            log_unowned("progress", job_id, claim_token)
+        return landed
+
+    def job_requeue(self, *, job_id: uuid.UUID) -> None:
+        if self._jobs.run("job_requeue", {"id": job_id}):
+            return
+        rows = self._jobs.run("job_requeue_classify", {"id": job_id})
+        if not rows:
+            raise JobNotFound(f"no job has id {job_id}")
+        state, holder = rows[0]
+        if holder is not None:
+            raise JobDuplicate(
+                f"job {job_id} cannot be requeued: live job {holder} holds its idempotency key",
+                existing_id=_as_uuid(holder),
+            )
+        raise JobNotRequeueable(
+            f"job {job_id} is {state}; only a completed, failed or cancelled job can be requeued"
+        )
+
+    def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
+        rows = self._jobs.run("job_rescue_expired", {"limit": limit})
+        return [
+            RescuedJob(id=_as_uuid(row[0]), name=row[1], state=JobState(row[2]), attempt=row[3])
+            for row in rows
+        ]
+
+    # -- queues and pauses ----------------------------------------------------------------
+
+    def pause_add(
+        self, *, scope: PauseScope, target: str, paused_by: str = "", reason: str = ""
+    ) -> bool:
+        check_pause(scope, target)
+        params = {"scope": scope, "target": target, "paused_by": paused_by, "reason": reason}
+        return bool(self._pauses.run("pause_add", params))
+
+    def pause_list(self) -> list[Pause]:
+        return [
+            Pause(scope=row[0], target=row[1], paused_by=row[2], reason=row[3], created_at=row[4])
+            for row in self._pauses.run("pause_list")
+        ]
+
+    def pause_remove(self, *, scope: PauseScope, target: str) -> bool:
+        check_pause(scope, target)
+        return bool(self._pauses.run("pause_remove", {"scope": scope, "target": target}))
+
+    def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
+        names = check_claim_queues(queues)
+        rows = self._jobs.run("queue_demand", {"queues": names, "limit": QUEUE_DEMAND_ROWS})
+        return {row[0]: int(row[1]) for row in rows}

@@ -1,0 +1,322 @@
+-- name: job_enqueue
+-- One round trip in the common case. An untargeted ON CONFLICT DO NOTHING covers both unique
+-- indexes: the primary key (a republished outbox row keeps its id) and x_jobs_live_key (a live
+-- row with the same name and idempotency key); job_enqueue_resolve answers which one it was.
+insert into x_jobs (
+    id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
+    max_attempts, lease_seconds, traceparent
+)
+values (
+    %(id)s, %(name)s, %(queue)s, %(priority)s,
+    coalesce(%(run_at)s::timestamptz, now() + make_interval(secs => coalesce(%(delay_seconds)s::float8, 0))),
+    %(input)s::jsonb, %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s,
+    %(max_attempts)s, %(lease_seconds)s, %(traceparent)s
+)
+on conflict do nothing
+returning id
+
+-- name: job_enqueue_resolve
+-- A skipped insert: the row that holds the id wins over the live row that holds the key.
+select j.id
+from x_jobs j
+where j.id = %(id)s
+   or (%(idempotency_key)s::text is not null
+       and j.name = %(name)s
+       and j.idempotency_key = %(idempotency_key)s
+       and j.state in ('queued', 'running'))
+order by (j.id = %(id)s) desc
+limit 1
+
+-- name: job_enqueue_many
+-- Up to 1,000 jobs in one statement: arrays cross as one parameter each, never as thousands of
+-- placeholders. Same conflict rule as job_enqueue; rows inserted earlier in the same statement
+-- count, so a key repeated within the batch dedupes to its first row.
+insert into x_jobs (
+    id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
+    max_attempts, lease_seconds, traceparent
+)
+select r.id, r.name, r.queue, r.priority,
+       coalesce(r.run_at, now() + make_interval(secs => coalesce(r.delay_seconds, 0))),
+       r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
+       r.max_attempts, r.lease_seconds, r.traceparent
+from unnest(
+    %(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
+    %(run_ats)s::timestamptz[], %(delays)s::float8[], %(inputs)s::text[], %(keys)s::text[],
+    %(tenants)s::text[], %(enqueued_bys)s::text[], %(max_attempts)s::int[],
+    %(lease_seconds)s::int[], %(traceparents)s::text[]
+) with ordinality as r(
+    id, name, queue, priority, run_at, delay_seconds, input, idempotency_key, tenant_id,
+    enqueued_by, max_attempts, lease_seconds, traceparent, ord
+)
+order by r.ord
+on conflict do nothing
+returning id
+
+-- name: job_enqueue_many_resolve
+-- Answers every skipped row of a batch in one statement: by id first, else the live row of its key.
+select k.id, j.id, (j.id = k.id) as same_id
+from unnest(%(ids)s::uuid[], %(names)s::text[], %(keys)s::text[]) as k(id, name, idempotency_key)
+join x_jobs j
+  on j.id = k.id
+  or (k.idempotency_key is not null
+      and j.name = k.name
+      and j.idempotency_key = k.idempotency_key
+      and j.state in ('queued', 'running'))
+
+-- name: job_claim
+-- One seek per queue over x_jobs_claim in claim order (priority desc, run_at), stopping after
+-- limit rows, so no Sort over every queued row; the merge sorts at most limit rows per queue.
+-- Paused queues are filtered before the seek, paused job names inside it. Correct only because
+-- the claim autocommits: the skipped locks of rows the outer limit drops end with it.
+with candidates as (
+    select c.id
+    from (
+        select q.name
+        from unnest(%(queues)s::text[]) as q(name)
+        where not exists (
+            select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name
+        )
+    ) as q
+    cross join lateral (
+        select j.id, j.priority, j.run_at
+        from x_jobs j
+        where j.queue = q.name
+          and j.state = 'queued'
+          and j.run_at <= now()
+          and not exists (
+              select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
+          )
+        order by j.priority desc, j.run_at
+        limit %(limit)s
+        for update of j skip locked
+    ) as c
+    order by c.priority desc, c.run_at
+    limit %(limit)s
+)
+update x_jobs j
+set state = 'running',
+    attempt = j.attempt + 1,
+    claim_token = gen_random_uuid(),
+    worker_id = %(worker_id)s,
+    started_at = now(),
+    lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, %(lease_seconds)s))
+from candidates c
+where j.id = c.id
+returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
+          j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent, j.run_at
+
+-- name: job_ack_many
+-- Settles a batch of completed attempts in one statement, each fenced by state and claim token,
+-- and moves the per-minute counter in the same statement (names in order, so two batches lock
+-- counter rows in the same order and never deadlock).
+with done as (
+    update x_jobs j
+    set state = 'completed',
+        result = a.result::jsonb,
+        finished_at = now(),
+        lease_expires_at = null
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(results)s::text[]) as a(id, token, result)
+    where j.id = a.id and j.state = 'running' and j.claim_token = a.token
+    returning j.id, j.name
+), counted as (
+    insert into x_job_counters (name, period, bucket, completed)
+    select d.name, 'minute', date_trunc('minute', now()), count(*)
+    from done d
+    group by d.name
+    order by d.name
+    on conflict (name, period, bucket)
+    do update set completed = x_job_counters.completed + excluded.completed
+)
+select id from done
+
+-- name: job_nack_retry
+-- Back to queued at now() + delay, fenced. An attempt that does not count (a release at
+-- shutdown) gives its attempt back and moves no counter.
+with settled as (
+    update x_jobs j
+    set state = 'queued',
+        run_at = now() + make_interval(secs => %(delay_seconds)s::float8),
+        attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt - 1, 0) end,
+        errors = case when %(error)s::jsonb is null then j.errors
+                      else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
+        lease_expires_at = null,
+        claim_token = null,
+        worker_id = null
+    where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+    returning j.id, j.name
+), counted as (
+    insert into x_job_counters (name, period, bucket, retried)
+    select s.name, 'minute', date_trunc('minute', now()), 1
+    from settled s
+    where %(counts_as_attempt)s
+    on conflict (name, period, bucket)
+    do update set retried = x_job_counters.retried + excluded.retried
+)
+select id from settled
+
+-- name: job_nack_fail
+-- Failed for good and kept for an operator (the dead letter), fenced. A refusal (an attempt that
+-- does not count) is counted as refused, not dead.
+with settled as (
+    update x_jobs j
+    set state = 'failed',
+        attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt - 1, 0) end,
+        errors = case when %(error)s::jsonb is null then j.errors
+                      else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
+        finished_at = now(),
+        lease_expires_at = null
+    where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+    returning j.id, j.name
+), counted as (
+    insert into x_job_counters (name, period, bucket, dead, refused)
+    select s.name, 'minute', date_trunc('minute', now()),
+           case when %(counts_as_attempt)s then 1 else 0 end,
+           case when %(counts_as_attempt)s then 0 else 1 end
+    from settled s
+    on conflict (name, period, bucket)
+    do update set dead = x_job_counters.dead + excluded.dead,
+                  refused = x_job_counters.refused + excluded.refused
+)
+select id from settled
+
+-- name: job_nack_drop
+-- Failed for good with no dead letter: the row is deleted, fenced, and counted as dropped.
+with settled as (
+    delete from x_jobs j
+    where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+    returning j.id, j.name
+), counted as (
+    insert into x_job_counters (name, period, bucket, dropped)
+    select s.name, 'minute', date_trunc('minute', now()), 1
+    from settled s
+    on conflict (name, period, bucket)
+    do update set dropped = x_job_counters.dropped + excluded.dropped
+)
+select id from settled
+
+-- name: job_heartbeat_many
+-- One statement per interval for every running attempt of a process; the ids it answers are the
+-- leases still held (a missing id was rescued, cancelled or settled elsewhere).
+update x_jobs j
+set lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, %(lease_seconds)s))
+from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
+where j.id = a.id and j.state = 'running' and j.claim_token = a.token
+returning j.id
+
+-- name: job_progress
+-- Fenced like a settle: a stale attempt's progress does not land.
+update x_jobs
+set progress = %(progress)s::jsonb
+where id = %(id)s and state = 'running' and claim_token = %(claim_token)s
+returning id
+
+-- name: job_cancel
+-- Any live job. A running attempt's fenced writes stop landing at once (state is no longer
+-- running), which is how its worker learns of the cancel.
+with cancelled as (
+    update x_jobs
+    set state = 'cancelled', finished_at = now(), lease_expires_at = null
+    where id = %(id)s and state in ('queued', 'running')
+    returning id, name
+), counted as (
+    insert into x_job_counters (name, period, bucket, cancelled)
+    select c.name, 'minute', date_trunc('minute', now()), 1
+    from cancelled c
+    on conflict (name, period, bucket)
+    do update set cancelled = x_job_counters.cancelled + excluded.cancelled
+)
+select id from cancelled
+
+-- name: job_requeue
+-- A finished job back to queued, due now, with fresh attempts; refused (no row) while another
+-- live job holds its idempotency key. job_requeue_classify explains a miss.
+update x_jobs j
+set state = 'queued', run_at = now(), attempt = 0, claim_token = null, worker_id = null,
+    lease_expires_at = null, started_at = null, finished_at = null, result = null, progress = null
+where j.id = %(id)s
+  and j.state in ('completed', 'failed', 'cancelled')
+  and not exists (
+      select 1 from x_jobs d
+      where j.idempotency_key is not null
+        and d.name = j.name
+        and d.idempotency_key = j.idempotency_key
+        and d.state in ('queued', 'running')
+        and d.id <> j.id
+  )
+returning j.id
+
+-- name: job_requeue_classify
+-- Why a requeue missed: the job's state, and the live job that holds its key, if any.
+select j.state,
+       (select d.id from x_jobs d
+        where j.idempotency_key is not null
+          and d.name = j.name
+          and d.idempotency_key = j.idempotency_key
+          and d.state in ('queued', 'running')
+          and d.id <> j.id
+        limit 1)
+from x_jobs j
+where j.id = %(id)s
+
+-- name: job_rescue_expired
+-- Running attempts whose lease ended: back to queued, or failed when their attempts are spent.
+-- The update re-checks state and lease under the row lock, so a job settled or re-claimed
+-- between the scan and the write is never overwritten.
+with expired as (
+    select id
+    from x_jobs
+    where state = 'running' and lease_expires_at < now()
+    order by lease_expires_at
+    limit %(limit)s
+    for update skip locked
+), rescued as (
+    update x_jobs j
+    set state = case when j.attempt >= j.max_attempts then 'failed' else 'queued' end,
+        run_at = now(),
+        finished_at = case when j.attempt >= j.max_attempts then now() end,
+        lease_expires_at = null,
+        claim_token = null,
+        errors = j.errors || jsonb_build_array(jsonb_build_object(
+            'attempt', j.attempt,
+            'error_class', 'ultimat3_jobs.LeaseExpired',
+            'message', 'the lease expired before the attempt settled; its worker was lost',
+            'traceback', '',
+            'worker_id', j.worker_id,
+            'at', now()))
+    from expired e
+    where j.id = e.id and j.state = 'running' and j.lease_expires_at < now()
+    returning j.id, j.name, j.state, j.attempt
+), counted as (
+    insert into x_job_counters (name, period, bucket, retried, dead)
+    select r.name, 'minute', date_trunc('minute', now()),
+           count(*) filter (where r.state = 'queued'),
+           count(*) filter (where r.state = 'failed')
+    from rescued r
+    group by r.name
+    order by r.name
+    on conflict (name, period, bucket)
+    do update set retried = x_job_counters.retried + excluded.retried,
+                  dead = x_job_counters.dead + excluded.dead
+)
+select id, name, state, attempt from rescued
+
+-- name: job_get
+-- One job for an operator or a result reader; the lease internals stay out.
+select id, name, queue, state, priority, run_at, input::text, idempotency_key, tenant_id,
+       enqueued_by, attempt, max_attempts, worker_id, lease_expires_at, progress::text,
+       result::text, errors::text, created_at, started_at, finished_at
+from x_jobs
+where id = %(id)s
+
+-- name: queue_demand
+-- Ready jobs per queue, counted up to limit through the claim index (a bounded read, whatever
+-- the depth); a paused queue has no demand.
+select q.name,
+       case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name)
+            then 0
+            else (select count(*) from (
+                     select 1 from x_jobs j
+                     where j.queue = q.name and j.state = 'queued' and j.run_at <= now()
+                     limit %(limit)s) as ready)
+       end
+from unnest(%(queues)s::text[]) as q(name)

@@ -1,0 +1,184 @@
+"""Every refusal ultimat3-jobs raises, each with a stable ``X_*`` code.
+
+Layer L1 (core): imports the standard library and ``django.core.exceptions`` only.
+
+The tree::
+
+    JobsError                                  X_JOBS
+    ├── JobsConfigurationError (ImproperlyConfigured)   X_CONFIG_INVALID
+    ├── JobDeclarationInvalid (ValueError)     X_JOB_DECLARATION_INVALID
+    │   ├── JobNameDuplicate                   X_JOB_NAME_DUPLICATE
+    │   └── JobTenantRequired                  X_JOB_TENANT_REQUIRED
+    ├── EnqueueRefused (ValueError)            X_ENQUEUE_REFUSED
+    │   ├── JobInputInvalid                    X_JOB_INPUT_INVALID
+    │   ├── JobQueueInvalid                    X_JOB_QUEUE_INVALID
+    │   ├── JobPriorityInvalid                 X_JOB_PRIORITY_INVALID
+    │   ├── JobRunAtInvalid                    X_JOB_RUN_AT_INVALID
+    │   ├── JobOptionInvalid                   X_JOB_OPTION_INVALID
+    │   └── JobUnknown (LookupError)           X_JOB_UNKNOWN
+    ├── JobDuplicate                           X_JOB_DUPLICATE
+    ├── JobNotFound (LookupError)              X_JOB_NOT_FOUND
+    ├── JobNotRequeueable                      X_JOB_NOT_REQUEUEABLE
+    ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
+    ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
+    ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
+    └── InvariantViolated                      X_INVARIANT
+
+    Job outcomes, raised by a job's body (not refusals):
+    Terminal                                   X_JOB_TERMINAL
+
+Each class's docstring is its default message; ``docs/reference/errors.md`` lists every code and a
+test keeps the page and this module in step.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+class JobsError(Exception):
+    """ultimat3-jobs refused the operation."""
+
+    code: ClassVar[str] = "X_JOBS"
+
+    def __init__(self, message: str | None = None, **context: Any) -> None:
+        self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
+        self.context = context
+        super().__init__(f"{self.code}: {self.message}")
+
+
+class JobsConfigurationError(JobsError, ImproperlyConfigured):
+    """The ULTIMAT3_JOBS setting is invalid."""
+
+    code = "X_CONFIG_INVALID"
+
+
+class JobDeclarationInvalid(JobsError, ValueError):
+    """A @job or @task declaration is invalid."""
+
+    code = "X_JOB_DECLARATION_INVALID"
+
+
+class JobNameDuplicate(JobDeclarationInvalid):
+    """Two jobs were declared with the same name."""
+
+    code = "X_JOB_NAME_DUPLICATE"
+
+
+class JobTenantRequired(JobDeclarationInvalid):
+    """A job must declare its tenant: tenant="none" or a callable of the input."""
+
+    code = "X_JOB_TENANT_REQUIRED"
+
+
+class EnqueueRefused(JobsError, ValueError):
+    """The enqueue was refused and nothing was written."""
+
+    code = "X_ENQUEUE_REFUSED"
+
+    def __init__(
+        self, message: str | None = None, *, field: str | None = None, rule: str | None = None
+    ) -> None:
+        self.field = field
+        self.rule = rule
+        super().__init__(message, field=field, rule=rule)
+
+
+class JobInputInvalid(EnqueueRefused):
+    """The job's input is not valid JSON for a job."""
+
+    code = "X_JOB_INPUT_INVALID"
+
+
+class JobQueueInvalid(EnqueueRefused):
+    """The queue name is invalid."""
+
+    code = "X_JOB_QUEUE_INVALID"
+
+
+class JobPriorityInvalid(EnqueueRefused):
+    """The priority is out of range."""
+
+    code = "X_JOB_PRIORITY_INVALID"
+
+
+class JobRunAtInvalid(EnqueueRefused):
+    """The run time is invalid."""
+
+    code = "X_JOB_RUN_AT_INVALID"
+
+
+class JobOptionInvalid(EnqueueRefused):
+    """An enqueue option is invalid."""
+
+    code = "X_JOB_OPTION_INVALID"
+
+
+class JobUnknown(EnqueueRefused, LookupError):
+    """No job is declared under that name."""
+
+    code = "X_JOB_UNKNOWN"
+
+
+class JobDuplicate(JobsError):
+    """A live job with the same name and idempotency key exists."""
+
+    code = "X_JOB_DUPLICATE"
+
+    def __init__(self, message: str | None = None, *, existing_id: uuid.UUID | None = None) -> None:
+        self.existing_id = existing_id
+        super().__init__(message, existing_id=existing_id)
+
+
+class JobNotFound(JobsError, LookupError):
+    """No job has that id."""
+
+    code = "X_JOB_NOT_FOUND"
+
+
+class JobNotRequeueable(JobsError):
+    """Only a finished job (completed, failed or cancelled) can be requeued."""
+
+    code = "X_JOB_NOT_REQUEUEABLE"
+
+
+class JobClaimQueuesEmpty(JobsError, ValueError):
+    """A claim must name at least one queue."""
+
+    code = "X_JOB_CLAIM_QUEUES_EMPTY"
+
+
+class PauseInvalid(JobsError, ValueError):
+    """A pause must name a scope (queue, job or task) and a non-empty target."""
+
+    code = "X_PAUSE_INVALID"
+
+
+class DriverUnavailable(JobsError):
+    """The job store cannot be reached."""
+
+    code = "X_DRIVER_UNAVAILABLE"
+
+
+class InvariantViolated(JobsError):
+    """An internal rule of ultimat3-jobs was broken; please report it."""
+
+    code = "X_INVARIANT"
+
+
+class Terminal(Exception):
+    """Raised by a job's body to fail the job at once, without further retries."""
+
+    code: ClassVar[str] = "X_JOB_TERMINAL"
+
+
+def all_error_classes() -> list[type[JobsError] | type[Terminal]]:
+    """Every error class of this module, refusals first, in definition order."""
+    found: list[type[JobsError] | type[Terminal]] = []
+    for value in globals().values():
+        if isinstance(value, type) and issubclass(value, (JobsError, Terminal)):
+            found.append(value)
+    return found

@@ -1,0 +1,200 @@
+"""The tables of ultimat3-jobs, as Django models. Migrations are generated from them.
+
+The models describe the schema and serve the admin; the hot path does not go through the ORM. Each
+model's manager is a raw-SQL entry point: ``Job.objects.db_manager(alias).run("job_claim", params)``
+runs the named statement of ``drivers/postgres/sql/`` on that alias' connection. Only the
+PostgreSQL driver calls it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connections, models
+from django.db.models import Q
+from django.db.models.functions import Now
+
+from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
+from ultimat3_jobs.types import LIVE_STATES, PAUSE_SCOPES, PRIORITY_MAX, PRIORITY_MIN, JobState
+
+_LIVE = sorted(state.value for state in LIVE_STATES)
+
+
+class RawStatementManager(models.Manager):  # type: ignore[type-arg]
+    """Runs the named raw-SQL statements on this manager's database alias."""
+
+    def run(self, statement: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Execute ``statement`` (a name from ``sql/*.sql``) and answer the rows it returns
+        (none for a statement without ``returning``)."""
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(STATEMENTS[statement], params or {})
+            if cursor.description is None:
+                return []
+            return list(cursor.fetchall())
+
+    def run_rowcount(self, statement: str, params: dict[str, Any] | None = None) -> int:
+        """Execute ``statement`` and answer how many rows it touched."""
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(STATEMENTS[statement], params or {})
+            return int(cursor.rowcount)
+
+
+class Job(models.Model):
+    """One job: a declared function's name, its input, and where it is in its life."""
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    name = models.CharField(max_length=200)
+    queue = models.CharField(max_length=63)
+    state = models.CharField(
+        max_length=16,
+        choices=[(state.value, state.value) for state in JobState],
+        default=JobState.QUEUED.value,
+        db_default=JobState.QUEUED.value,
+    )
+    priority = models.SmallIntegerField(default=0, db_default=0)
+    run_at = models.DateTimeField(db_default=Now())
+    input = models.JSONField()
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    tenant_id = models.CharField(max_length=200, null=True, blank=True)
+    enqueued_by = models.CharField(max_length=200, null=True, blank=True)
+    attempt = models.IntegerField(default=0, db_default=0)
+    max_attempts = models.IntegerField(default=3, db_default=3)
+    lease_seconds = models.IntegerField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True)
+    worker_id = models.CharField(max_length=200, null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    progress = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    errors = models.JSONField(default=list, db_default=[], blank=True)
+    traceparent = models.CharField(max_length=55, null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RawStatementManager()
+
+    class Meta:
+        db_table = "x_jobs"
+        ordering = ("-created_at",)
+        indexes = (
+            # The claim seeks this index per queue, in claim order, and stops after N rows.
+            models.Index(
+                fields=("queue", "-priority", "run_at"),
+                name="x_jobs_claim",
+                condition=Q(state=JobState.QUEUED.value),
+            ),
+            # The rescuer's scan: only running rows, by when their lease ends.
+            models.Index(
+                fields=("lease_expires_at",),
+                name="x_jobs_lease",
+                condition=Q(state=JobState.RUNNING.value),
+            ),
+            models.Index(fields=("name", "state"), name="x_jobs_name_state"),
+        )
+        constraints = (
+            # One live job per (name, idempotency key); a finished job frees its key.
+            models.UniqueConstraint(
+                fields=("name", "idempotency_key"),
+                name="x_jobs_live_key",
+                condition=Q(idempotency_key__isnull=False, state__in=_LIVE),
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=[state.value for state in JobState]),
+                name="x_jobs_state_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(priority__gte=PRIORITY_MIN, priority__lte=PRIORITY_MAX),
+                name="x_jobs_priority_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempt__gte=0, max_attempts__gte=1), name="x_jobs_attempts_valid"
+            ),
+        )
+        permissions = (
+            ("view_job_input", "Can see job input unredacted"),
+            ("cancel_job", "Can cancel jobs"),
+            ("requeue_job", "Can requeue jobs"),
+            ("promote_job", "Can run jobs now"),
+            ("remove_job", "Can remove jobs"),
+            ("pause_queue", "Can pause and resume queues and job names"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.id} ({self.state})"
+
+
+class JobPause(models.Model):
+    """A paused queue, job name or task. The claim reads this table; a paused target's jobs
+    stay queued."""
+
+    scope = models.CharField(max_length=16, choices=[(scope, scope) for scope in PAUSE_SCOPES])
+    target = models.CharField(max_length=200)
+    paused_by = models.CharField(max_length=200, blank=True, default="", db_default="")
+    reason = models.TextField(blank=True, default="", db_default="")
+    created_at = models.DateTimeField(db_default=Now())
+
+    objects = RawStatementManager()
+
+    class Meta:
+        db_table = "x_job_pauses"
+        constraints = (
+            models.UniqueConstraint(fields=("scope", "target"), name="x_job_pauses_target"),
+            models.CheckConstraint(
+                condition=Q(scope__in=list(PAUSE_SCOPES)), name="x_job_pauses_scope_valid"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.target}"
+
+
+class JobWorker(models.Model):
+    """A live worker process; its row expires unless its heartbeat renews it."""
+
+    id = models.CharField(max_length=200, primary_key=True)
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    queues = models.JSONField(default=list, db_default=[])
+    slots = models.IntegerField(default=0, db_default=0)
+    demand = models.JSONField(default=dict, db_default={})
+    started_at = models.DateTimeField(db_default=Now())
+    heartbeat_at = models.DateTimeField(db_default=Now())
+    expires_at = models.DateTimeField()
+
+    objects = RawStatementManager()
+
+    class Meta:
+        db_table = "x_job_workers"
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class JobCounter(models.Model):
+    """How many attempts of one job name settled each way, in one minute or one hour."""
+
+    name = models.CharField(max_length=200)
+    period = models.CharField(max_length=8, choices=[("minute", "minute"), ("hour", "hour")])
+    bucket = models.DateTimeField()
+    completed = models.IntegerField(default=0, db_default=0)
+    retried = models.IntegerField(default=0, db_default=0)
+    dead = models.IntegerField(default=0, db_default=0)
+    dropped = models.IntegerField(default=0, db_default=0)
+    refused = models.IntegerField(default=0, db_default=0)
+    cancelled = models.IntegerField(default=0, db_default=0)
+
+    objects = RawStatementManager()
+
+    class Meta:
+        db_table = "x_job_counters"
+        constraints = (
+            models.UniqueConstraint(
+                fields=("name", "period", "bucket"), name="x_job_counters_bucket"
+            ),
+            models.CheckConstraint(
+                condition=Q(period__in=["minute", "hour"]), name="x_job_counters_period_valid"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.period} {self.bucket:%Y-%m-%d %H:%M}"

@@ -1,0 +1,214 @@
+"""Value types that cross the driver seam: frozen, slotted dataclasses and enums.
+
+Layer L1 (core): imports the standard library only. Rows cross the seam as these types, never as
+ORM objects or dicts.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+
+class JobState(enum.StrEnum):
+    """Where a job is in its life. ``queued`` and ``running`` are the live states."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+LIVE_STATES: frozenset[JobState] = frozenset({JobState.QUEUED, JobState.RUNNING})
+FINISHED_STATES: frozenset[JobState] = frozenset(
+    {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED}
+)
+
+PRIORITY_MIN = -100
+PRIORITY_MAX = 100
+PRIORITY_DEFAULT = 0
+"""Priorities run from -100 to 100; a larger number is claimed sooner (Django's convention)."""
+
+EnqueueStatus = Literal["created", "deduped"]
+OnConflict = Literal["dedupe", "error"]
+NackAction = Literal["retry", "fail", "drop"]
+PauseScope = Literal["queue", "job", "task"]
+PAUSE_SCOPES: tuple[PauseScope, ...] = ("queue", "job", "task")
+
+
+_last_uuid7_ms = 0
+_last_uuid7_seq = 0
+
+
+def new_job_id() -> uuid.UUID:
+    """A time-ordered UUID (version 7, RFC 9562), chosen by the enqueuer.
+
+    Ids minted in one process are strictly increasing: within one millisecond a 12-bit counter
+    takes the place of the random ``rand_a`` bits, so ``x_jobs``' primary key index stays
+    append-mostly.
+    """
+    global _last_uuid7_ms, _last_uuid7_seq
+    ms = time.time_ns() // 1_000_000
+    if ms <= _last_uuid7_ms:
+        ms = _last_uuid7_ms
+        _last_uuid7_seq += 1
+        if _last_uuid7_seq > 0xFFF:
+            ms += 1
+            _last_uuid7_seq = 0
+    else:
+        _last_uuid7_seq = int.from_bytes(os.urandom(2), "big") & 0x3FF
+    _last_uuid7_ms = ms
+    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | _last_uuid7_seq << 64 | 0b10 << 62 | rand_b
+    return uuid.UUID(int=value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnqueueRequest:
+    """One job to write, already validated: ``input_json`` is the exact JSON text to store.
+
+    ``run_at`` (an aware datetime) and ``delay_seconds`` are exclusive; with neither, the job is
+    due at the database's ``now()``.
+    """
+
+    id: uuid.UUID
+    name: str
+    queue: str
+    input_json: str
+    priority: int = PRIORITY_DEFAULT
+    run_at: datetime | None = None
+    delay_seconds: float | None = None
+    idempotency_key: str | None = None
+    on_conflict: OnConflict = "dedupe"
+    max_attempts: int = 3
+    lease_seconds: int | None = None
+    tenant_id: str | None = None
+    enqueued_by: str | None = None
+    traceparent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """What an enqueue answers: the job's id, and whether this call ``created`` it or found a
+    live job with the same idempotency key (``deduped``; ``id`` is then the live job's id)."""
+
+    id: uuid.UUID
+    status: EnqueueStatus
+
+    @property
+    def created(self) -> bool:
+        return self.status == "created"
+
+    @property
+    def deduped(self) -> bool:
+        return self.status == "deduped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimedJob:
+    """One attempt handed to a worker. ``claim_token`` fences every later write about it."""
+
+    id: uuid.UUID
+    name: str
+    queue: str
+    input: Any
+    attempt: int
+    max_attempts: int
+    claim_token: uuid.UUID
+    priority: int
+    tenant_id: str | None
+    lease_expires_at: datetime
+    enqueued_at: datetime
+    traceparent: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AckItem:
+    """One completed attempt; ``result_json`` is the JSON text of its return value."""
+
+    job_id: uuid.UUID
+    claim_token: uuid.UUID
+    result_json: str = "null"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptError:
+    """One failed attempt, as kept in ``x_jobs.errors``."""
+
+    attempt: int
+    error_class: str
+    message: str
+    traceback: str = ""
+    worker_id: str | None = None
+    at: datetime | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "error_class": self.error_class,
+            "message": self.message,
+            "traceback": self.traceback,
+            "worker_id": self.worker_id,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRecord:
+    """A job as an operator or a result reader sees it (every column but the lease internals)."""
+
+    id: uuid.UUID
+    name: str
+    queue: str
+    state: JobState
+    priority: int
+    run_at: datetime
+    input: Any
+    idempotency_key: str | None
+    tenant_id: str | None
+    enqueued_by: str | None
+    attempt: int
+    max_attempts: int
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    progress: Any
+    result: Any
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RescuedJob:
+    """A running attempt whose lease expired: put back to ``queued``, or ``failed`` for good
+    when its attempts are spent."""
+
+    id: uuid.UUID
+    name: str
+    state: JobState
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pause:
+    """A paused queue, job name or task: a row the claim reads."""
+
+    scope: PauseScope
+    target: str
+    paused_by: str
+    reason: str
+    created_at: datetime
+
+
+QUEUE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}"
+"""A queue name: 1-63 characters, letters, digits and ``_ . : -``, not starting with a sign.
+It travels as a NOTIFY payload and an identifier in logs and metrics labels."""
+
+JOB_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.:-]{0,199}"
+"""A job name: 1-200 characters, a dotted Python-style path (``app.jobs.send_welcome``)."""
