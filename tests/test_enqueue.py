@@ -12,7 +12,7 @@ from django.db import transaction
 from django.test import override_settings
 
 import ultimat3_jobs
-from tests.testapp.jobs import add, echo, noop, secret
+from tests.testapp.jobs import add, echo, noop, secret, tenant_strict
 from ultimat3_jobs.errors import (
     EnqueueRefused,
     JobDuplicate,

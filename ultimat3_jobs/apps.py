@@ -26,9 +26,9 @@ class Ultimat3JobsConfig(AppConfig):
 
     def ready(self) -> None:
         from ultimat3_jobs import checks  # noqa: F401 -- registers the system checks
-        from ultimat3_jobs.conf import get_settings
         from ultimat3_jobs.registry import autodiscover
 
         setting_changed.connect(_on_setting_changed, dispatch_uid="ultimat3_jobs.settings")
-        get_settings()  # a bad setting stops start-up with ImproperlyConfigured, naming the key
+        # A bad ULTIMAT3_JOBS is reported by the system checks (every problem at once) and
+        # raised as ImproperlyConfigured by the first use of the settings.
         autodiscover()

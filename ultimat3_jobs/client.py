@@ -34,6 +34,7 @@ from ultimat3_jobs.types import (
 )
 
 IDEMPOTENCY_KEY_MAX_LENGTH = 255
+TENANT_MAX_LENGTH = 200
 DELAY_SECONDS_LIMIT = 10 * 366 * 86400.0
 _QUEUE = re.compile(QUEUE_NAME_PATTERN)
 
@@ -98,7 +99,7 @@ def _timing(options: EnqueueOptions) -> tuple[datetime | None, float | None]:
         ):
             raise JobRunAtInvalid(
                 f"delay must be a finite number of seconds (or a timedelta) from 0 to "
-                f"{DELAY_SECONDS_LIMIT:g}; got {delay!r}",
+                f"{DELAY_SECONDS_LIMIT:.0f}; got {delay!r}",
                 field="delay",
                 rule="delay-range",
             )
@@ -120,6 +121,38 @@ def _idempotency_key(options: EnqueueOptions) -> str | None:
     return key
 
 
+def _storable_text(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | None:
+    try:
+        tenant_id = definition.tenant_for(input)
+    except Exception as exc:
+        raise JobInputInvalid(
+            f"the tenant of job {definition.name!r} could not be decided from its input: "
+            f"{type(exc).__name__}: {exc}",
+            field="tenant",
+            rule="tenant-from-input",
+        ) from exc
+    if tenant_id is not None and (
+        len(tenant_id) > TENANT_MAX_LENGTH or not _storable_text(tenant_id)
+    ):
+        raise JobInputInvalid(
+            f"the tenant of job {definition.name!r} must be text of at most {TENANT_MAX_LENGTH} "
+            f"characters; got {tenant_id!r:.80}",
+            field="tenant",
+            rule="tenant-text",
+        )
+    return tenant_id
+
+
 def _on_conflict(options: EnqueueOptions) -> None:
     if options.on_conflict not in ("dedupe", "error"):
         raise JobOptionInvalid(
@@ -129,7 +162,8 @@ def _on_conflict(options: EnqueueOptions) -> None:
         )
 
 
-def _check_signature(definition: JobDefinition, input: Mapping[str, Any]) -> None:
+def check_input_signature(definition: JobDefinition, input: Mapping[str, Any]) -> None:
+    """Refuse input that does not bind to the body's keyword parameters."""
     signature = definition.signature
     if signature is None:
         return
@@ -176,11 +210,11 @@ def build_request(
     key = _idempotency_key(options)
     _on_conflict(options)
     enqueued_by = _enqueued_by(options)
-    _check_signature(definition, input)
+    check_input_signature(definition, input)
     input_json = encode_json(
         dict(input), max_depth=settings.input_max_depth, max_bytes=settings.input_max_bytes
     )
-    tenant_id = definition.tenant_for(input)
+    tenant_id = _tenant(definition, input)
     return EnqueueRequest(
         id=new_job_id(),
         name=definition.name,

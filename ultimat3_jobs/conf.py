@@ -34,6 +34,17 @@ VISIBILITY_TIMEOUT_SECONDS_DEFAULT = 300.0
 RETRY_BACKOFF_BASE_SECONDS_DEFAULT = 1.0
 RETRY_BACKOFF_CAP_SECONDS_DEFAULT = 3600.0
 RETRY_JITTER_DEFAULT = 0.1
+WORKER_CONCURRENCY_DEFAULT = 10
+HEARTBEAT_INTERVAL_SECONDS_DEFAULT = 10.0
+RESCUE_INTERVAL_SECONDS_DEFAULT = 30.0
+REGISTRY_INTERVAL_SECONDS_DEFAULT = 30.0
+POLL_FLOOR_SECONDS_DEFAULT = 0.05
+POLL_CEILING_SECONDS_DEFAULT = 3.0
+POLL_CEILING_WAKE_SECONDS_DEFAULT = 10.0
+SHUTDOWN_GRACE_SECONDS_DEFAULT = 30.0
+TIMEOUT_GRACE_SECONDS_DEFAULT = 5.0
+ACK_FLUSH_SECONDS_DEFAULT = 0.005
+PROGRESS_INTERVAL_SECONDS_DEFAULT = 1.0
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -56,6 +67,17 @@ class Settings:
     retry_backoff_base_seconds: float = RETRY_BACKOFF_BASE_SECONDS_DEFAULT
     retry_backoff_cap_seconds: float = RETRY_BACKOFF_CAP_SECONDS_DEFAULT
     retry_jitter: float = RETRY_JITTER_DEFAULT
+    worker_concurrency: int = WORKER_CONCURRENCY_DEFAULT
+    heartbeat_interval_seconds: float = HEARTBEAT_INTERVAL_SECONDS_DEFAULT
+    rescue_interval_seconds: float = RESCUE_INTERVAL_SECONDS_DEFAULT
+    registry_interval_seconds: float = REGISTRY_INTERVAL_SECONDS_DEFAULT
+    poll_floor_seconds: float = POLL_FLOOR_SECONDS_DEFAULT
+    poll_ceiling_seconds: float = POLL_CEILING_SECONDS_DEFAULT
+    poll_ceiling_wake_seconds: float = POLL_CEILING_WAKE_SECONDS_DEFAULT
+    shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS_DEFAULT
+    timeout_grace_seconds: float = TIMEOUT_GRACE_SECONDS_DEFAULT
+    ack_flush_seconds: float = ACK_FLUSH_SECONDS_DEFAULT
+    progress_interval_seconds: float = PROGRESS_INTERVAL_SECONDS_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -64,6 +86,11 @@ class Settings:
 
 
 Validator = Callable[[str, Any], str | None]
+
+
+def _number(value: float) -> str:
+    """A bound as a person writes it: 67108864, not 6.71089e+07."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _describe(value: Any) -> str:
@@ -81,7 +108,7 @@ def number(
     """A validator for a finite number (an ``int`` when ``integer``) within a range."""
     kind = "an integer" if integer else "a finite number"
     low = "greater than" if exclusive_minimum else "from"
-    rule = f"must be {kind} {low} {minimum:g} {'up ' if exclusive_minimum else ''}to {maximum:g}"
+    rule = f"must be {kind} {low} {_number(minimum)} to {_number(maximum)}"
 
     def validate(key: str, value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -143,12 +170,37 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("RETRY_BACKOFF_BASE_SECONDS", "ultimat3_jobs.E024", number(minimum=0, maximum=86400)),
     ("RETRY_BACKOFF_CAP_SECONDS", "ultimat3_jobs.E025", number(minimum=0, maximum=30 * 86400)),
     ("RETRY_JITTER", "ultimat3_jobs.E026", number(minimum=0, maximum=1)),
+    ("WORKER_CONCURRENCY", "ultimat3_jobs.E030", number(minimum=1, maximum=1000, integer=True)),
+    (
+        "HEARTBEAT_INTERVAL_SECONDS",
+        "ultimat3_jobs.E031",
+        number(minimum=0.05, maximum=3600),
+    ),
+    ("RESCUE_INTERVAL_SECONDS", "ultimat3_jobs.E032", number(minimum=0.05, maximum=3600)),
+    ("REGISTRY_INTERVAL_SECONDS", "ultimat3_jobs.E033", number(minimum=0.05, maximum=3600)),
+    ("POLL_FLOOR_SECONDS", "ultimat3_jobs.E034", number(minimum=0.001, maximum=60)),
+    ("POLL_CEILING_SECONDS", "ultimat3_jobs.E035", number(minimum=0.001, maximum=600)),
+    ("POLL_CEILING_WAKE_SECONDS", "ultimat3_jobs.E036", number(minimum=0.001, maximum=600)),
+    ("SHUTDOWN_GRACE_SECONDS", "ultimat3_jobs.E037", number(minimum=0, maximum=86400)),
+    ("TIMEOUT_GRACE_SECONDS", "ultimat3_jobs.E038", number(minimum=0, maximum=3600)),
+    ("ACK_FLUSH_SECONDS", "ultimat3_jobs.E039", number(minimum=0, maximum=1)),
+    ("PROGRESS_INTERVAL_SECONDS", "ultimat3_jobs.E040", number(minimum=0, maximum=3600)),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
     "retry_backoff_base_seconds",
     "retry_backoff_cap_seconds",
     "retry_jitter",
+    "heartbeat_interval_seconds",
+    "rescue_interval_seconds",
+    "registry_interval_seconds",
+    "poll_floor_seconds",
+    "poll_ceiling_seconds",
+    "poll_ceiling_wake_seconds",
+    "shutdown_grace_seconds",
+    "timeout_grace_seconds",
+    "ack_flush_seconds",
+    "progress_interval_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"
@@ -173,11 +225,30 @@ def validate(raw: Any) -> list[tuple[str, str]]:
             if message:
                 problems.append((check_id, message))
     if not problems:
-        base = raw.get("RETRY_BACKOFF_BASE_SECONDS", RETRY_BACKOFF_BASE_SECONDS_DEFAULT)
-        cap = raw.get("RETRY_BACKOFF_CAP_SECONDS", RETRY_BACKOFF_CAP_SECONDS_DEFAULT)
-        if cap < base:
-            rule = f"must be at least RETRY_BACKOFF_BASE_SECONDS ({base:g})"
-            problems.append((CHECK_CROSS_FIELD, _problem("RETRY_BACKOFF_CAP_SECONDS", rule, cap)))
+        problems.extend(_cross_field(raw))
+    return problems
+
+
+def _cross_field(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    def value(key: str) -> Any:
+        return raw.get(key, getattr(Settings(), key.lower()))
+
+    problems = []
+    for low, high, why in (
+        ("RETRY_BACKOFF_BASE_SECONDS", "RETRY_BACKOFF_CAP_SECONDS", ""),
+        ("POLL_FLOOR_SECONDS", "POLL_CEILING_SECONDS", ""),
+        ("POLL_FLOOR_SECONDS", "POLL_CEILING_WAKE_SECONDS", ""),
+    ):
+        if value(high) < value(low):
+            rule = f"must be at least {low} ({value(low):g}){why}"
+            problems.append((CHECK_CROSS_FIELD, _problem(high, rule, value(high))))
+    lease, beat = value("VISIBILITY_TIMEOUT_SECONDS"), value("HEARTBEAT_INTERVAL_SECONDS")
+    if beat * 2 > lease:
+        rule = (
+            f"must be at most half of VISIBILITY_TIMEOUT_SECONDS ({lease:g}), so that one "
+            "late heartbeat does not lose a lease"
+        )
+        problems.append((CHECK_CROSS_FIELD, _problem("HEARTBEAT_INTERVAL_SECONDS", rule, beat)))
     return problems
 
 

@@ -5,6 +5,7 @@ Layer L3 (job model).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import uuid
@@ -13,6 +14,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 logger = logging.getLogger("ultimat3_jobs.job")
+
+_tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "ultimat3_jobs_tenant", default=None
+)
+
+
+def current_tenant() -> str | None:
+    """The tenant the running job was enqueued for (its declaration's decision), or ``None``.
+    The worker installs it around the body; code the body calls can read it."""
+    return _tenant.get()
+
+
+def install_tenant(tenant_id: str | None) -> contextvars.Token[str | None]:
+    """Install a tenant for the current context; undo with ``_tenant.reset(token)``."""
+    return _tenant.set(tenant_id)
+
+
+def uninstall_tenant(token: contextvars.Token[str | None]) -> None:
+    _tenant.reset(token)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -260,6 +260,9 @@ def job(
                 )
             chosen_tenant = "none"
         timeout_seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        fields = sensitive if isinstance(sensitive, str) else tuple(sensitive)
+        if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+            raise _refuse(job_name, "sensitive", "must be a list of input field names", sensitive)
         try:
             signature = inspect.signature(body)
         except (TypeError, ValueError):
@@ -275,7 +278,7 @@ def job(
             tenant=chosen_tenant,
             dead_letter=bool(dead_letter),
             on_settled=on_settled,
-            sensitive=frozenset(sensitive),
+            sensitive=frozenset(fields),
             is_async=inspect.iscoroutinefunction(body),
             signature=signature,
         )

@@ -206,6 +206,21 @@ class Pause:
     created_at: datetime
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerRecord:
+    """A live worker process, as its last heartbeat described it."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    slots: int
+    demand: dict[str, int]
+    started_at: datetime
+    heartbeat_at: datetime
+    expires_at: datetime
+
+
 QUEUE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}"
 """A queue name: 1-63 characters, letters, digits and ``_ . : -``, not starting with a sign.
 It travels as a NOTIFY payload and an identifier in logs and metrics labels."""

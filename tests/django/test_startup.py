@@ -21,15 +21,21 @@ def test_installed_apps_jobs_modules_are_discovered_at_start_up() -> None:
         assert name in registry
 
 
-def _start(settings_body: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _start(
+    settings_body: str, tmp_path: Path, command: str = "setup"
+) -> subprocess.CompletedProcess[str]:
     (tmp_path / "startup_settings.py").write_text(textwrap.dedent(settings_body))
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "startup_settings",
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
     }
+    argv = {
+        "setup": ["-c", "import django; django.setup(); print('started')"],
+        "check": ["-m", "django", "check"],
+    }[command]
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); print('started')"],
+        [sys.executable, *argv],
         env=env,
         capture_output=True,
         text=True,
@@ -55,18 +61,39 @@ def test_a_duplicate_job_name_stops_start_up(tmp_path: Path) -> None:
 
 
 @pytest.mark.process
-def test_a_bad_setting_stops_start_up_naming_key_rule_and_value(tmp_path: Path) -> None:
+def test_bad_settings_fail_the_system_checks_naming_key_rule_and_value(tmp_path: Path) -> None:
     done = _start(
         """
         from tests.settings import *
-        ULTIMAT3_JOBS = {**ULTIMAT3_JOBS, "VISIBILITY_TIMEOUT_SECONDS": float("nan")}
+        ULTIMAT3_JOBS = {
+            **ULTIMAT3_JOBS,
+            "VISIBILITY_TIMEOUT_SECONDS": float("nan"),
+            "WORKER_CONCURRENCY": 0,
+        }
         """,
         tmp_path,
+        command="check",
     )
     assert done.returncode != 0
-    assert "ImproperlyConfigured" in done.stderr or "X_CONFIG_INVALID" in done.stderr
+    assert "ultimat3_jobs.E023" in done.stderr
     assert "ULTIMAT3_JOBS['VISIBILITY_TIMEOUT_SECONDS'] must be a finite number" in done.stderr
     assert "got nan" in done.stderr
+    assert "ultimat3_jobs.E030" in done.stderr  # every problem at once, not just the first
+
+
+@pytest.mark.process
+def test_a_driver_that_cannot_be_imported_fails_the_checks(tmp_path: Path) -> None:
+    done = _start(
+        """
+        from tests.settings import *
+        ULTIMAT3_JOBS = {**ULTIMAT3_JOBS, "DRIVER": "no_such_module.Driver"}
+        """,
+        tmp_path,
+        command="check",
+    )
+    assert done.returncode != 0
+    assert "ultimat3_jobs.E010" in done.stderr
+    assert "'no_such_module.Driver', which cannot be imported" in done.stderr
 
 
 @pytest.mark.process

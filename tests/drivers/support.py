@@ -206,6 +206,24 @@ class PostgresStore:
 
         return Job.objects.count()
 
+    def expire_worker(self, worker_id: str) -> None:
+        from ultimat3_jobs.models import JobWorker
+
+        assert JobWorker.objects.filter(id=worker_id).update(expires_at=utcnow() - HOUR) == 1
+
+    def backdate_worker(self, worker_id: str) -> None:
+        """Move a worker's started_at, heartbeat_at and expires_at an hour back."""
+        from django.db.models import F
+
+        from ultimat3_jobs.models import JobWorker
+
+        moved = JobWorker.objects.filter(id=worker_id).update(
+            started_at=F("started_at") - HOUR,
+            heartbeat_at=F("heartbeat_at") - HOUR,
+            expires_at=F("expires_at") - HOUR,
+        )
+        assert moved == 1
+
 
 class MemoryStore:
     """Moves time and reads counters through the memory driver's test-support methods."""
@@ -233,6 +251,13 @@ class MemoryStore:
     def row_count(self) -> int:
         # The memory driver offers no test-support count; its row dict is the table.
         return len(self.driver._rows)
+
+    def expire_worker(self, worker_id: str) -> None:
+        self.driver._set_worker_expires_at(worker_id, utcnow() - HOUR)
+
+    def backdate_worker(self, worker_id: str) -> None:
+        """Move a worker's started_at, heartbeat_at and expires_at an hour back."""
+        self.driver._shift_worker_times(worker_id, -HOUR)
 
 
 def counters(**moved: int) -> dict[str, int]:

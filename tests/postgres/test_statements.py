@@ -32,6 +32,7 @@ ENQUEUE = {
     "max_attempts": 3,
     "lease_seconds": None,
     "traceparent": None,
+    "notify": True,
 }
 PARAMS: dict[str, dict[str, Any]] = {
     "job_enqueue": ENQUEUE,
@@ -50,6 +51,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "max_attempts": [3],
         "lease_seconds": [None],
         "traceparents": [None],
+        "notify_queues": ["default"],
     },
     "job_enqueue_many_resolve": {"ids": [A], "names": ["tests.echo"], "keys": ["k"]},
     "job_claim": {"queues": ["default"], "limit": 1, "worker_id": "w", "lease_seconds": 30.0},
@@ -74,6 +76,18 @@ PARAMS: dict[str, dict[str, Any]] = {
     "pause_add": {"scope": "queue", "target": "q", "paused_by": "", "reason": ""},
     "pause_remove": {"scope": "queue", "target": "q"},
     "pause_list": {},
+    "worker_heartbeat": {
+        "id": "w",
+        "host": "h",
+        "pid": 1,
+        "queues": ["default"],
+        "slots": 1,
+        "ttl_seconds": 30.0,
+        "draining": False,
+        "limit": 10,
+    },
+    "worker_list": {},
+    "worker_remove": {"id": "w"},
 }
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import time
 from typing import Any
 
-from ultimat3_jobs import Retry, job
+from ultimat3_jobs import Retry, Terminal, job
+from ultimat3_jobs.context import current_tenant
 
 
 @job(name="tests.noop", tenant="none")
@@ -23,6 +27,11 @@ def add(ctx: Any, *, a: int, b: int, org: str | None = None) -> int:
     return a + b
 
 
+@job(name="tests.tenant_strict", tenant=lambda input: input["org"])
+def tenant_strict(ctx: Any, **input: Any) -> None:
+    """Its tenant is the input's org, which must be there."""
+
+
 @job(
     name="tests.secret",
     tenant="none",
@@ -32,3 +41,103 @@ def add(ctx: Any, *, a: int, b: int, org: str | None = None) -> int:
 )
 def secret(ctx: Any, *, account: int, api_token: str) -> None:
     """Holds a sensitive field."""
+
+
+# -- bodies the worker tests run --------------------------------------------------------------
+
+
+FAST_RETRY = Retry(attempts=3, backoff_base_seconds=0.01, backoff_cap_seconds=0.05, jitter=0)
+SETTLED: list[tuple[str, str, int]] = []
+"""(job id, ending, attempt) per on_settled call in this process."""
+
+
+def _record_settled(ctx: Any, ending: str) -> None:
+    SETTLED.append((str(ctx.job_id), ending, ctx.attempt))
+
+
+def _effect(ctx: Any, label: str = "") -> None:
+    from tests.testapp.models import Effect
+
+    Effect.objects.create(
+        job_id=ctx.job_id, attempt=ctx.attempt, worker_pid=os.getpid(), label=label
+    )
+
+
+@job(name="tests.record", tenant=lambda i: i.get("org"), on_settled=_record_settled)
+def record(ctx: Any, *, n: int = 0, sleep: float = 0.0, org: str | None = None) -> dict[str, Any]:
+    """Writes an effect row, optionally after a sleep that a cancel cuts short."""
+    if sleep:
+        ctx.cancelled.wait(sleep)
+    _effect(ctx, label=current_tenant() or "")
+    return {"n": n, "attempt": ctx.attempt}
+
+
+@job(name="tests.flaky", tenant="none", retry=FAST_RETRY, on_settled=_record_settled)
+def flaky(ctx: Any, *, succeed_on: int) -> int:
+    """Fails until attempt ``succeed_on``."""
+    _effect(ctx)
+    if ctx.attempt < succeed_on:
+        raise RuntimeError(f"attempt {ctx.attempt} fails on purpose")
+    return ctx.attempt
+
+
+@job(
+    name="tests.flaky_dropped",
+    tenant="none",
+    retry=FAST_RETRY,
+    dead_letter=False,
+    on_settled=_record_settled,
+)
+def flaky_dropped(ctx: Any) -> None:
+    raise RuntimeError("always fails")
+
+
+@job(name="tests.terminal", tenant="none", retry=FAST_RETRY, on_settled=_record_settled)
+def terminal(ctx: Any) -> None:
+    raise Terminal("this input can never work")
+
+
+@job(name="tests.slow", tenant="none", timeout=0.3, retry=Retry(attempts=1))
+def slow(ctx: Any, *, cooperative: bool = True, seconds: float = 5.0) -> str:
+    """Runs past its timeout; stops at the cancel when cooperative."""
+    if cooperative:
+        ctx.cancelled.wait(seconds)
+    else:
+        time.sleep(seconds)
+    return "finished"
+
+
+@job(name="tests.waits_for_cancel", tenant="none")
+def waits_for_cancel(ctx: Any, *, seconds: float = 30.0) -> str:
+    _effect(ctx, label="started")
+    ctx.cancelled.wait(seconds)
+    return "cancelled" if ctx.cancelled.is_set() else "done"
+
+
+@job(name="tests.progress", tenant="none")
+def progress(ctx: Any, *, steps: int = 3) -> int:
+    for step in range(1, steps + 1):
+        ctx.progress(step, steps)
+    return steps
+
+
+@job(name="tests.not_json", tenant="none")
+def not_json(ctx: Any) -> Any:
+    return {1, 2, 3}
+
+
+@job(name="tests.async_echo", tenant="none")
+async def async_echo(ctx: Any, *, value: Any = None) -> Any:
+    await asyncio.sleep(0)
+    return {"value": value, "attempt": ctx.attempt}
+
+
+@job(
+    name="tests.exit_hard",
+    tenant="none",
+    retry=Retry(attempts=3, backoff_base_seconds=0.01, jitter=0),
+)
+def exit_hard(ctx: Any) -> None:
+    """Kills its own process: a poison job."""
+    _effect(ctx)
+    os._exit(1)

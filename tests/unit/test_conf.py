@@ -33,6 +33,17 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("RETRY_BACKOFF_BASE_SECONDS", -1, "ultimat3_jobs.E024", "from 0 to 86400"),
     ("RETRY_BACKOFF_CAP_SECONDS", float("inf"), "ultimat3_jobs.E025", "a finite number"),
     ("RETRY_JITTER", 1.5, "ultimat3_jobs.E026", "from 0 to 1"),
+    ("WORKER_CONCURRENCY", 0, "ultimat3_jobs.E030", "an integer from 1 to 1000"),
+    ("HEARTBEAT_INTERVAL_SECONDS", float("nan"), "ultimat3_jobs.E031", "a finite number"),
+    ("RESCUE_INTERVAL_SECONDS", 0, "ultimat3_jobs.E032", "from 0.05 to 3600"),
+    ("REGISTRY_INTERVAL_SECONDS", -1, "ultimat3_jobs.E033", "from 0.05 to 3600"),
+    ("POLL_FLOOR_SECONDS", 0, "ultimat3_jobs.E034", "from 0.001 to 60"),
+    ("POLL_CEILING_SECONDS", float("inf"), "ultimat3_jobs.E035", "a finite number"),
+    ("POLL_CEILING_WAKE_SECONDS", 1000, "ultimat3_jobs.E036", "from 0.001 to 600"),
+    ("SHUTDOWN_GRACE_SECONDS", -1, "ultimat3_jobs.E037", "from 0 to 86400"),
+    ("TIMEOUT_GRACE_SECONDS", "5", "ultimat3_jobs.E038", "a finite number"),
+    ("ACK_FLUSH_SECONDS", 2, "ultimat3_jobs.E039", "from 0 to 1"),
+    ("PROGRESS_INTERVAL_SECONDS", -0.1, "ultimat3_jobs.E040", "from 0 to 3600"),
 ]
 
 
@@ -72,6 +83,24 @@ def test_backoff_cap_below_base_is_refused() -> None:
     )
     assert check_id == "ultimat3_jobs.E003"
     assert "RETRY_BACKOFF_CAP_SECONDS" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "key", "fragment"),
+    [
+        ({"POLL_FLOOR_SECONDS": 5, "POLL_CEILING_SECONDS": 1}, "POLL_CEILING_SECONDS", "at least"),
+        (
+            {"VISIBILITY_TIMEOUT_SECONDS": 10, "HEARTBEAT_INTERVAL_SECONDS": 6},
+            "HEARTBEAT_INTERVAL_SECONDS",
+            "at most half of VISIBILITY_TIMEOUT_SECONDS (10)",
+        ),
+    ],
+)
+def test_cross_field_rules(raw: dict[str, Any], key: str, fragment: str) -> None:
+    [(check_id, message)] = validate(raw)
+    assert check_id == "ultimat3_jobs.E003"
+    assert f"ULTIMAT3_JOBS[{key!r}]" in message
+    assert fragment in message
 
 
 def test_defaults_when_the_setting_is_absent() -> None:

@@ -105,6 +105,8 @@ def test_duplicate_name_is_refused_naming_both_places() -> None:
         ({"lease_seconds": 0}, "lease_seconds must be an integer"),
         ({"tenant": "acme"}, 'tenant must be "none" or a callable'),
         ({"on_settled": "nope"}, "on_settled must be callable"),
+        ({"sensitive": "api_token"}, "sensitive must be a list of input field names"),
+        ({"sensitive": [1]}, "sensitive must be a list of input field names"),
     ],
 )
 def test_bad_options_are_refused_at_declaration(options: dict[str, Any], fragment: str) -> None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import abc
 import logging
 import uuid
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol
 
 from ultimat3_jobs.errors import JobClaimQueuesEmpty, PauseInvalid
 from ultimat3_jobs.types import (
@@ -36,6 +36,7 @@ from ultimat3_jobs.types import (
     Pause,
     PauseScope,
     RescuedJob,
+    WorkerRecord,
 )
 
 ENQUEUE_CHUNK = 1000
@@ -49,12 +50,22 @@ RESCUE_BATCH_DEFAULT = 500
 settle_logger = logging.getLogger("ultimat3_jobs.settle")
 
 
+class WakeSubscription(Protocol):
+    """A live subscription to enqueue wakes (see :meth:`JobDriver.wake_subscribe`)."""
+
+    def is_live(self) -> bool:
+        """Whether wakes are known to arrive now (proven since the last reconnect)."""
+
+    def close(self) -> None:
+        """Stop listening; no ``on_wake`` call follows."""
+
+
 def check_claim_queues(queues: Sequence[str]) -> list[str]:
     """Refuse a claim that names no queue (:class:`JobClaimQueuesEmpty`); answer the queues
     as a de-duplicated list in the caller's order."""
     if isinstance(queues, str) or not queues:
         raise JobClaimQueuesEmpty(
-            f"a claim must name at least one queue; got {list(queues) if queues else []!r}"
+            f"a claim must name at least one queue, as a list of names; got {queues!r}"
         )
     return list(dict.fromkeys(queues))
 
@@ -208,6 +219,38 @@ class JobDriver(abc.ABC):
         """Per queue, how many jobs are ready to claim now, counted up to
         :data:`QUEUE_DEMAND_ROWS`; 0 for a paused queue."""
 
+    # -- wake and the worker registry ------------------------------------------------------
+
+    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+        """Call ``on_wake(queue)`` (from another thread) when a job becomes due on ``queue``
+        through an enqueue. ``None`` means this driver has no wake: the caller polls. The poll
+        stays the guarantee either way; a wake only shortens the wait."""
+        return None
+
+    @abc.abstractmethod
+    def worker_heartbeat(
+        self,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        slots: int,
+        ttl_seconds: float,
+        draining: bool = False,
+    ) -> None:
+        """Insert or renew a live worker's row in one write, expiring ``ttl_seconds`` from now,
+        with its demand (ready jobs per queue, as :meth:`queue_demand` counts them; 0 for every
+        queue while ``draining``)."""
+
+    @abc.abstractmethod
+    def worker_list(self) -> list[WorkerRecord]:
+        """Workers whose row has not expired, by id."""
+
+    @abc.abstractmethod
+    def worker_remove(self, *, worker_id: str) -> bool:
+        """Forget a worker (it stopped). Answers whether it had a row."""
+
     def queue_pause(self, *, queue: str, paused_by: str = "", reason: str = "") -> bool:
         """Pause a queue: its jobs stay queued until :meth:`queue_resume`."""
         return self.pause_add(scope="queue", target=queue, paused_by=paused_by, reason=reason)
@@ -215,6 +258,10 @@ class JobDriver(abc.ABC):
     def queue_resume(self, *, queue: str) -> bool:
         """Resume a paused queue."""
         return self.pause_remove(scope="queue", target=queue)
+
+    def reset_connection(self) -> None:  # noqa: B027 -- optional; a driver with no connection
+        """Drop the calling thread's connection so the next call opens a fresh one (after a
+        dropped connection, a database restart). Long-running loops call it after an error."""
 
     def close(self) -> None:  # noqa: B027 -- optional hook; most drivers hold nothing to close
         """Release what the driver holds (connections, threads)."""

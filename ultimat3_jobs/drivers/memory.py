@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import threading
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 
@@ -23,6 +24,7 @@ from ultimat3_jobs.drivers.base import (
     QUEUE_DEMAND_ROWS,
     RESCUE_BATCH_DEFAULT,
     JobDriver,
+    WakeSubscription,
     check_claim_queues,
     check_pause,
     log_unowned,
@@ -44,7 +46,10 @@ from ultimat3_jobs.types import (
     Pause,
     PauseScope,
     RescuedJob,
+    WorkerRecord,
 )
+
+wake_logger = logging.getLogger("ultimat3_jobs.wake")
 
 LEASE_EXPIRED_CLASS = "ultimat3_jobs.LeaseExpired"
 LEASE_EXPIRED_MESSAGE = "the lease expired before the attempt settled; its worker was lost"
@@ -140,6 +145,44 @@ def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
     return normal
 
 
+class MemoryWake:
+    """A :class:`~ultimat3_jobs.drivers.base.WakeSubscription` of the memory driver: the
+    enqueuing thread calls ``on_wake(queue)`` right after the write, outside the driver's
+    lock. Live until closed."""
+
+    def __init__(self, driver: MemoryDriver, on_wake: Callable[[str], None]) -> None:
+        self._driver = driver
+        self._on_wake = on_wake
+        # Held while on_wake runs, so close() returns only once no call is in flight; reentrant
+        # so that on_wake may itself close the subscription.
+        self._lock = threading.RLock()
+        self._closed = False
+
+    def is_live(self) -> bool:
+        """True until :meth:`close`."""
+        return not self._closed
+
+    def close(self) -> None:
+        """Stop the wakes; no ``on_wake`` call follows."""
+        with self._lock:
+            self._closed = True
+        self._driver._unsubscribe(self)
+
+    def deliver(self, queue: str) -> None:
+        """Call ``on_wake(queue)`` unless closed; an exception in it is logged, not raised."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._on_wake(queue)
+            except Exception:
+                wake_logger.exception(
+                    "jobs.wake.callback_failed: on_wake(%r) raised",
+                    queue,
+                    extra={"event": "jobs.wake.callback_failed", "queue": queue},
+                )
+
+
 class MemoryDriver(JobDriver):
     """Jobs in a dict of this process, guarded by one lock."""
 
@@ -162,6 +205,8 @@ class MemoryDriver(JobDriver):
         self._pauses: dict[tuple[str, str], tuple[int, Pause]] = {}
         self._pause_seq = 0
         self._counters: dict[CounterKey, dict[str, int]] = {}
+        self._workers: dict[str, WorkerRecord] = {}
+        self._wakes: list[MemoryWake] = []
 
     # -- the store's clock and test support ---------------------------------------------------
 
@@ -170,7 +215,7 @@ class MemoryDriver(JobDriver):
         return datetime.now(UTC)
 
     def reset(self) -> None:
-        """Forget every job, pause and counter (test support)."""
+        """Forget every job, pause, counter and worker (test support)."""
         with self._lock:
             self._rows.clear()
             self._live_keys.clear()
@@ -185,6 +230,7 @@ class MemoryDriver(JobDriver):
             self._pauses.clear()
             self._pause_seq = 0
             self._counters.clear()
+            self._workers.clear()
 
     def counter_snapshot(self) -> dict[CounterKey, dict[str, int]]:
         """The settle counters as ``{(name, period, bucket): {column: count}}``, one entry per
@@ -209,6 +255,25 @@ class MemoryDriver(JobDriver):
         support)."""
         with self._lock:
             self._get_row(job_id).lease_expires_at = _as_utc(when)
+
+    def _set_worker_expires_at(self, worker_id: str, when: datetime) -> None:
+        """Move a worker's ``expires_at``, as the PostgreSQL tests do with an UPDATE (test
+        support)."""
+        with self._lock:
+            worker = self._workers[worker_id]
+            self._workers[worker_id] = replace(worker, expires_at=_as_utc(when))
+
+    def _shift_worker_times(self, worker_id: str, by: timedelta) -> None:
+        """Move a worker's ``started_at``, ``heartbeat_at`` and ``expires_at`` by ``by``, as the
+        PostgreSQL tests do with an UPDATE (test support)."""
+        with self._lock:
+            worker = self._workers[worker_id]
+            self._workers[worker_id] = replace(
+                worker,
+                started_at=worker.started_at + by,
+                heartbeat_at=worker.heartbeat_at + by,
+                expires_at=worker.expires_at + by,
+            )
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -293,14 +358,18 @@ class MemoryDriver(JobDriver):
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         self._check_request(request)
         with self._lock:
-            return self._enqueue(request, self.now())
+            result = self._enqueue(request, self.now())
+        self._wake([request], [result])
+        return result
 
     def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         for request in requests:
             self._check_request(request)
         with self._lock:
             now = self.now()
-            return [self._enqueue(request, now) for request in requests]
+            results = [self._enqueue(request, now) for request in requests]
+        self._wake(requests, results)
+        return results
 
     def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
         with self._lock:
@@ -517,18 +586,107 @@ class MemoryDriver(JobDriver):
 
     def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
         names = check_claim_queues(queues)
+        with self._lock:
+            return self._demand(names, self.now())
+
+    def _demand(self, names: Iterable[str], now: datetime) -> dict[str, int]:
         demand: dict[str, int] = {}
+        paused_queues = self._paused("queue")
+        for queue in names:
+            if queue in paused_queues:
+                demand[queue] = 0
+                continue
+            # Rows of paused job names count: the statement filters only paused queues.
+            self._promote(queue, now)
+            demand[queue] = min(self._ready_count.get(queue, 0), QUEUE_DEMAND_ROWS)
+        return demand
+
+    # -- wake and the worker registry ------------------------------------------------------
+
+    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+        """A :class:`MemoryWake`: called from the enqueuing thread after each enqueue that
+        created a job due now."""
+        subscription = MemoryWake(self, on_wake)
+        with self._lock:
+            self._wakes.append(subscription)
+        return subscription
+
+    def _unsubscribe(self, subscription: MemoryWake) -> None:
+        with self._lock:
+            if subscription in self._wakes:
+                self._wakes.remove(subscription)
+
+    def _wake(self, requests: Sequence[EnqueueRequest], results: Sequence[EnqueueResult]) -> None:
+        # The same rule as the PostgreSQL statements: one wake per queue per write, only for a
+        # created job without run_at or delay.
+        queues = list(
+            dict.fromkeys(
+                request.queue
+                for request, result in zip(requests, results, strict=True)
+                if result.created and request.run_at is None and not request.delay_seconds
+            )
+        )
+        if not queues:
+            return
+        with self._lock:
+            subscriptions = list(self._wakes)
+        for subscription in subscriptions:
+            for queue in queues:
+                subscription.deliver(queue)
+
+    def worker_heartbeat(
+        self,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        slots: int,
+        ttl_seconds: float,
+        draining: bool = False,
+    ) -> None:
+        if isinstance(queues, str):
+            raise TypeError("queues must be a sequence of queue names, not one string")
+        names = list(dict.fromkeys(queues))
         with self._lock:
             now = self.now()
-            paused_queues = self._paused("queue")
-            for queue in names:
-                if queue in paused_queues:
-                    demand[queue] = 0
-                    continue
-                # Rows of paused job names count: the statement filters only paused queues.
-                self._promote(queue, now)
-                demand[queue] = min(self._ready_count.get(queue, 0), QUEUE_DEMAND_ROWS)
-        return demand
+            for other_id, other in list(self._workers.items()):
+                if other_id != worker_id and other.expires_at <= now:
+                    del self._workers[other_id]
+            demand = dict.fromkeys(names, 0) if draining else self._demand(names, now)
+            previous = self._workers.get(worker_id)
+            self._workers[worker_id] = WorkerRecord(
+                id=worker_id,
+                host=host,
+                pid=pid,
+                queues=names,
+                slots=slots,
+                demand=demand,
+                started_at=previous.started_at if previous is not None else now,
+                heartbeat_at=now,
+                expires_at=now + timedelta(seconds=float(ttl_seconds)),
+            )
+
+    def worker_list(self) -> list[WorkerRecord]:
+        with self._lock:
+            now = self.now()
+            live = [worker for worker in self._workers.values() if worker.expires_at > now]
+        live.sort(key=lambda worker: worker.id)
+        return [
+            replace(worker, queues=list(worker.queues), demand=dict(worker.demand))
+            for worker in live
+        ]
+
+    def worker_remove(self, *, worker_id: str) -> bool:
+        with self._lock:
+            return self._workers.pop(worker_id, None) is not None
+
+    def close(self) -> None:
+        """Close the wake subscriptions still open."""
+        with self._lock:
+            subscriptions = list(self._wakes)
+        for subscription in subscriptions:
+            subscription.close()
 
     # -- rows -------------------------------------------------------------------------------
 

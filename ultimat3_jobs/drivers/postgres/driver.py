@@ -8,21 +8,29 @@ alias commits or rolls back with the caller's transaction. Every statement is a 
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import time
 import uuid
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from django.db import DatabaseError, connections
 
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
     QUEUE_DEMAND_ROWS,
     RESCUE_BATCH_DEFAULT,
     JobDriver,
+    WakeSubscription,
     check_claim_queues,
     check_pause,
     log_unowned,
 )
+from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
-from ultimat3_jobs.models import Job, JobPause
+from ultimat3_jobs.models import Job, JobPause, JobWorker
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
     AckItem,
@@ -36,6 +44,7 @@ from ultimat3_jobs.types import (
     Pause,
     PauseScope,
     RescuedJob,
+    WorkerRecord,
 )
 
 
@@ -61,16 +70,51 @@ def _as_uuid(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
+logger = logging.getLogger("ultimat3_jobs.driver")
+
+WAKE_CHANNEL = "ultimat3_jobs"
+WAKE_SLOT_SECONDS = 0.05
+"""An enqueue notifies at most once per queue per slot (per process): every notifying commit
+serialises on one PostgreSQL lock, so a burst of enqueues wakes the workers once."""
+
+
+class WakeThrottle:
+    """Decides which enqueues notify: the first per queue in each slot."""
+
+    def __init__(self, slot_seconds: float = WAKE_SLOT_SECONDS) -> None:
+        self._slot_seconds = slot_seconds
+        self._last: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, queues: Iterable[str]) -> list[str]:
+        slot = int(time.monotonic() / self._slot_seconds)
+        allowed = []
+        with self._lock:
+            for queue in queues:
+                if self._last.get(queue) != slot:
+                    self._last[queue] = slot
+                    allowed.append(queue)
+        return allowed
+
+
+def _due_now(request: EnqueueRequest) -> bool:
+    return request.run_at is None and not request.delay_seconds
+
+
 class PostgresDriver(JobDriver):
     """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias."""
 
     name = "postgres"
     enqueue_joins_transaction = True
 
-    def __init__(self, *, database: str = "default") -> None:
-        self.database = database
-        self._jobs = Job.objects.db_manager(database)
-        self._pauses = JobPause.objects.db_manager(database)
+    def __init__(self, *, database: str | None = "default") -> None:
+        self.database = database or "default"
+        self._jobs = Job.objects.db_manager(self.database)
+        self._pauses = JobPause.objects.db_manager(self.database)
+        self._workers = JobWorker.objects.db_manager(self.database)
+        self._wake_throttle = WakeThrottle()
+        self._listeners: weakref.WeakSet[QueueListener] = weakref.WeakSet()
+        self._listeners_lock = threading.Lock()
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -130,6 +174,7 @@ class PostgresDriver(JobDriver):
 
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         params = _enqueue_params(request)
+        params["notify"] = _due_now(request) and bool(self._wake_throttle.allow([request.queue]))
         # Inserts twice at most: a conflicting live row may settle between the insert and the
         # resolve, freeing its key; the second insert then takes it.
         for _ in range(2):
@@ -170,6 +215,9 @@ class PostgresDriver(JobDriver):
                     "max_attempts": [r.max_attempts for r in chunk],
                     "lease_seconds": [r.lease_seconds for r in chunk],
                     "traceparents": [r.traceparent for r in chunk],
+                    "notify_queues": self._wake_throttle.allow(
+                        dict.fromkeys(r.queue for r in chunk if _due_now(r))
+                    ),
                 },
             )
         }
@@ -329,3 +377,76 @@ class PostgresDriver(JobDriver):
         names = check_claim_queues(queues)
         rows = self._jobs.run("queue_demand", {"queues": names, "limit": QUEUE_DEMAND_ROWS})
         return {row[0]: int(row[1]) for row in rows}
+
+    # -- wake and the worker registry ------------------------------------------------------
+
+    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+        """A :class:`~ultimat3_jobs.drivers.postgres.listen.QueueListener` on its own connection
+        to this alias' database; live once its first probe comes back."""
+        listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=on_wake)
+        with self._listeners_lock:
+            self._listeners.add(listener)
+        listener.start()
+        return listener
+
+    def worker_heartbeat(
+        self,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        slots: int,
+        ttl_seconds: float,
+        draining: bool = False,
+    ) -> None:
+        if isinstance(queues, str):
+            raise TypeError("queues must be a sequence of queue names, not one string")
+        self._workers.run(
+            "worker_heartbeat",
+            {
+                "id": worker_id,
+                "host": host,
+                "pid": pid,
+                "queues": list(dict.fromkeys(queues)),
+                "slots": slots,
+                "ttl_seconds": float(ttl_seconds),
+                "draining": bool(draining),
+                "limit": QUEUE_DEMAND_ROWS,
+            },
+        )
+
+    def worker_list(self) -> list[WorkerRecord]:
+        return [
+            WorkerRecord(
+                id=row[0],
+                host=row[1],
+                pid=row[2],
+                queues=decode_json(row[3]),
+                slots=row[4],
+                demand={queue: int(count) for queue, count in decode_json(row[5]).items()},
+                started_at=row[6],
+                heartbeat_at=row[7],
+                expires_at=row[8],
+            )
+            for row in self._workers.run("worker_list")
+        ]
+
+    def worker_remove(self, *, worker_id: str) -> bool:
+        return bool(self._workers.run("worker_remove", {"id": worker_id}))
+
+    def reset_connection(self) -> None:
+        """Close this thread's connection to the alias; Django opens a fresh one on the next
+        statement (after ``pg_terminate_backend``, a restart, a network cut)."""
+        try:
+            connections[self._jobs.db].close()
+        except DatabaseError:
+            logger.debug("closing a broken connection failed", exc_info=True)
+
+    def close(self) -> None:
+        """Close the wake subscriptions this driver opened."""
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+            self._listeners.clear()
+        for listener in listeners:
+            listener.close()

@@ -2,18 +2,25 @@
 -- One round trip in the common case. An untargeted ON CONFLICT DO NOTHING covers both unique
 -- indexes: the primary key (a republished outbox row keeps its id) and x_jobs_live_key (a live
 -- row with the same name and idempotency key); job_enqueue_resolve answers which one it was.
+-- It wakes listening workers (delivered at commit, dropped on rollback) only when the caller
+-- asks: every notifying commit serialises on one lock, so the driver asks once per queue per
+-- short slot.
+with inserted as (
 insert into x_jobs (
     id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-    max_attempts, lease_seconds, traceparent
+    max_attempts, lease_seconds, traceparent, created_at
 )
 values (
     %(id)s, %(name)s, %(queue)s, %(priority)s,
     coalesce(%(run_at)s::timestamptz, now() + make_interval(secs => coalesce(%(delay_seconds)s::float8, 0))),
     %(input)s::jsonb, %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s,
-    %(max_attempts)s, %(lease_seconds)s, %(traceparent)s
+    %(max_attempts)s, %(lease_seconds)s, %(traceparent)s, now()
 )
 on conflict do nothing
-returning id
+returning id, queue
+)
+select i.id, (select pg_notify('ultimat3_jobs', i.queue) where %(notify)s)
+from inserted i
 
 -- name: job_enqueue_resolve
 -- A skipped insert: the row that holds the id wins over the live row that holds the key.
@@ -30,15 +37,17 @@ limit 1
 -- name: job_enqueue_many
 -- Up to 1,000 jobs in one statement: arrays cross as one parameter each, never as thousands of
 -- placeholders. Same conflict rule as job_enqueue; rows inserted earlier in the same statement
--- count, so a key repeated within the batch dedupes to its first row.
+-- count, so a key repeated within the batch dedupes to its first row. One wake per queue the
+-- driver names in notify_queues, never one per job.
+with inserted as (
 insert into x_jobs (
     id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-    max_attempts, lease_seconds, traceparent
+    max_attempts, lease_seconds, traceparent, created_at
 )
 select r.id, r.name, r.queue, r.priority,
        coalesce(r.run_at, now() + make_interval(secs => coalesce(r.delay_seconds, 0))),
        r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
-       r.max_attempts, r.lease_seconds, r.traceparent
+       r.max_attempts, r.lease_seconds, r.traceparent, now()
 from unnest(
     %(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
     %(run_ats)s::timestamptz[], %(delays)s::float8[], %(inputs)s::text[], %(keys)s::text[],
@@ -50,7 +59,14 @@ from unnest(
 )
 order by r.ord
 on conflict do nothing
-returning id
+returning id, queue
+), woken as (
+    select pg_notify('ultimat3_jobs', w.queue)
+    from (select distinct queue from inserted where queue = any(%(notify_queues)s::text[])) as w
+)
+select i.id
+from inserted i
+where (select count(*) from woken) >= 0
 
 -- name: job_enqueue_many_resolve
 -- Answers every skipped row of a batch in one statement: by id first, else the live row of its key.

@@ -1,0 +1,216 @@
+"""Enqueue wakes over LISTEN/NOTIFY: delivered at commit, dropped on rollback, one per queue per
+batch, none for a delayed job; the listener proves its connection, survives losing it, and stops
+when closed. NOTIFY is delivered at commit, so these tests run outside a test transaction."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+from tests.drivers.support import request
+from tests.testapp.jobs import add, echo
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.postgres import listen
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME, QueueListener
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WAKE_WITHIN = 2.0
+LIVE_WITHIN = 10.0
+
+
+class Wakes:
+    """An ``on_wake`` that records every queue it is called with."""
+
+    def __init__(self) -> None:
+        self.queues: list[str] = []
+        self.woken = threading.Event()
+        self._changed = threading.Condition()
+
+    def __call__(self, queue: str) -> None:
+        with self._changed:
+            self.queues.append(queue)
+            self._changed.notify_all()
+        self.woken.set()
+
+    def wait_for(self, queue: str, timeout: float = WAKE_WITHIN) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: queue in self.queues, timeout=timeout)
+
+    def count(self, queue: str) -> int:
+        with self._changed:
+            return self.queues.count(queue)
+
+
+def eventually(predicate: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def listener_pids() -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select pid from pg_stat_activity"
+            " where application_name = %s and datname = current_database()",
+            [LISTEN_APPLICATION_NAME],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.fixture
+def subscribe() -> Iterator[Callable[[], tuple[QueueListener, Wakes]]]:
+    """Open live subscriptions on a fresh driver (its own wake throttle); all closed after."""
+    opened: list[QueueListener] = []
+
+    def open_one() -> tuple[QueueListener, Wakes]:
+        wakes = Wakes()
+        subscription = PostgresDriver().wake_subscribe(on_wake=wakes)
+        assert isinstance(subscription, QueueListener)
+        opened.append(subscription)
+        assert eventually(subscription.is_live, LIVE_WITHIN), "the listener never went live"
+        return subscription, wakes
+
+    try:
+        yield open_one
+    finally:
+        for subscription in opened:
+            subscription.close()
+
+
+def test_committed_enqueue_wakes_with_the_queue_name(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    add.enqueue(a=1, b=2)
+    assert wakes.woken.wait(WAKE_WITHIN)
+    assert wakes.queues == ["math"]
+
+
+def test_rolled_back_enqueue_wakes_nobody(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    with transaction.atomic():
+        echo.enqueue(n=1)
+        transaction.set_rollback(True)
+    assert not wakes.woken.wait(1.0)
+    # Notifications arrive in commit order: once a later commit's wake is in, the rolled-back
+    # one would have been too.
+    add.enqueue(a=1, b=2)
+    assert wakes.wait_for("math")
+    assert wakes.queues == ["math"]
+
+
+def test_enqueue_many_wakes_once_per_queue(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    requests = [request(queue="default" if n % 2 else "math", input_json="{}") for n in range(500)]
+    results = get_driver().job_enqueue_many(requests=requests)
+    assert all(result.created for result in results)
+    add.using(queue="sentinel").enqueue(a=1, b=2)
+    assert wakes.wait_for("sentinel")
+    assert (wakes.count("default"), wakes.count("math")) == (1, 1)
+
+
+def test_delayed_enqueue_sends_no_wake(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    echo.using(delay=60).enqueue(n=1)
+    add.enqueue(a=1, b=2)
+    assert wakes.wait_for("math")
+    assert wakes.count("default") == 0
+
+
+def test_listener_reconnects_after_its_backend_is_killed(subscribe: Any, caplog: Any) -> None:
+    subscription, wakes = subscribe()
+    [pid] = listener_pids()
+    with caplog.at_level(logging.INFO, logger="ultimat3_jobs.wake"):
+        with connection.cursor() as cursor:
+            cursor.execute("select pg_terminate_backend(%s)", [pid])
+        assert eventually(lambda: not subscription.is_live(), 5.0)
+        assert eventually(subscription.is_live, LIVE_WITHIN)
+    events = [getattr(record, "event", None) for record in caplog.records]
+    assert "jobs.wake.lost" in events
+    assert "jobs.wake.live" in events
+    assert eventually(lambda: listener_pids() not in ([], [pid]), 5.0)
+    add.enqueue(a=1, b=2)
+    assert wakes.wait_for("math")
+
+
+def test_closed_listener_stops_its_thread_and_hears_nothing(subscribe: Any) -> None:
+    closing, closed_wakes = subscribe()
+    _, open_wakes = subscribe()
+    closing.close()
+    assert not closing.thread.is_alive()
+    assert not closing.is_live()
+    assert eventually(lambda: len(listener_pids()) == 1, 5.0)
+    echo.enqueue(n=1)
+    assert open_wakes.wait_for("default")
+    assert closed_wakes.queues == []
+
+
+def test_close_from_inside_on_wake_does_not_deadlock(subscribe: Any) -> None:
+    done = threading.Event()
+    holder: list[QueueListener] = []
+
+    def close_self(queue: str) -> None:
+        holder[0].close()
+        done.set()
+
+    listener = PostgresDriver().wake_subscribe(on_wake=close_self)
+    assert isinstance(listener, QueueListener)
+    holder.append(listener)
+    try:
+        assert eventually(listener.is_live, LIVE_WITHIN)
+        echo.enqueue(n=1)
+        assert done.wait(WAKE_WITHIN)
+        listener.thread.join(timeout=5.0)
+        assert not listener.thread.is_alive()
+    finally:
+        listener.close()
+
+
+def test_a_probe_that_never_comes_back_leaves_it_unproven(
+    monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    def probe_lost(self: QueueListener, tokens: deque[str], wait_seconds: float) -> float:
+        # What a transaction-pooling proxy does: LISTEN is accepted, the probe never arrives.
+        tokens.append("never-sent")
+        return time.monotonic() + wait_seconds
+
+    monkeypatch.setattr(QueueListener, "_probe", probe_lost)
+    monkeypatch.setattr(listen, "PROBE_TIMEOUT_SECONDS", 0.0)
+    with caplog.at_level(logging.WARNING, logger="ultimat3_jobs.wake"):
+        listener = PostgresDriver().wake_subscribe(on_wake=lambda queue: None)
+        assert isinstance(listener, QueueListener)
+        try:
+            assert eventually(
+                lambda: any(
+                    getattr(record, "event", None) == "jobs.wake.unproven"
+                    for record in caplog.records
+                ),
+                5.0,
+            )
+            assert not listener.is_live()
+            assert listener.thread.is_alive()
+        finally:
+            listener.close()
+
+
+def test_driver_close_closes_its_listeners() -> None:
+    driver = PostgresDriver()
+    listener = driver.wake_subscribe(on_wake=lambda queue: None)
+    assert isinstance(listener, QueueListener)
+    try:
+        assert eventually(listener.is_live, LIVE_WITHIN)
+        driver.close()
+        assert not listener.is_live()
+        assert not listener.thread.is_alive()
+    finally:
+        listener.close()

@@ -1,0 +1,217 @@
+"""``QueueListener``: enqueue wakes over PostgreSQL ``LISTEN``/``NOTIFY``.
+
+The listener holds its own psycopg connection, outside Django's per-thread connections, because it
+sits idle in ``LISTEN`` for the life of the process. It counts as live only once a probe sent from
+another session has come back on that connection: a transaction-pooling proxy accepts ``LISTEN``
+and then delivers nothing, and a session's own notifications reach it even through such a proxy.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from django.db import connections
+from psycopg import sql
+
+logger = logging.getLogger("ultimat3_jobs.wake")
+
+LISTEN_APPLICATION_NAME = "ultimat3_jobs.listen"
+PROBE_APPLICATION_NAME = "ultimat3_jobs.probe"
+
+POLL_SECONDS = 0.25
+"""How long one wait for notifications lasts; :meth:`QueueListener.close` waits at most this."""
+
+PROBE_TIMEOUT_SECONDS = 5.0
+PROBE_RETRY_SECONDS = 30.0
+BACKOFF_MIN_SECONDS = 0.2
+BACKOFF_MAX_SECONDS = 5.0
+CONNECT_TIMEOUT_SECONDS = 10
+JOIN_SECONDS = POLL_SECONDS + 1.0
+
+# Keys Django adds for its own cursors and adapters; this connection runs LISTEN and nothing else.
+_DJANGO_ONLY_PARAMS = ("cursor_factory", "context", "row_factory")
+# Without keepalives a peer that vanished without a reset would leave the wait blocked for good.
+_KEEPALIVE_DEFAULTS: dict[str, Any] = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
+
+def connection_params(alias: str, application_name: str) -> dict[str, Any]:
+    """What ``psycopg.connect`` needs to reach the database of Django alias ``alias``, as a
+    session of its own named ``application_name``."""
+    params = dict(connections[alias].get_connection_params())
+    for key in _DJANGO_ONLY_PARAMS:
+        params.pop(key, None)
+    for key, value in _KEEPALIVE_DEFAULTS.items():
+        params.setdefault(key, value)
+    params.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
+    params["application_name"] = application_name
+    return params
+
+
+class QueueListener:
+    """A :class:`~ultimat3_jobs.drivers.base.WakeSubscription` on PostgreSQL: a daemon thread
+    that listens on ``channel`` and calls ``on_wake(payload)`` for each notification there,
+    reconnecting with backoff whenever the connection fails. It proves each connection on
+    ``<channel>_probe`` with a token of its own."""
+
+    def __init__(self, *, database: str, channel: str, on_wake: Callable[[str], None]) -> None:
+        self.database = database
+        self.channel = channel
+        self.probe_channel = f"{channel}_probe"
+        self._on_wake = on_wake
+        self._delay = BACKOFF_MIN_SECONDS
+        self._listen_params = connection_params(database, LISTEN_APPLICATION_NAME)
+        self._probe_params = connection_params(database, PROBE_APPLICATION_NAME)
+        self._stop = threading.Event()
+        self._live = threading.Event()
+        # Held while on_wake runs, so close() returns only once no call is in flight; reentrant
+        # so that on_wake may itself close the subscription.
+        self._deliver_lock = threading.RLock()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=LISTEN_APPLICATION_NAME, daemon=True)
+
+    @property
+    def thread(self) -> threading.Thread:
+        """The listening thread (for checks and tests)."""
+        return self._thread
+
+    def start(self) -> None:
+        """Start listening in the background; answers at once, before the listener is live."""
+        self._thread.start()
+
+    def is_live(self) -> bool:
+        """Whether a probe came back on the current connection since it was opened."""
+        return self._live.is_set() and not self._stop.is_set()
+
+    def close(self) -> None:
+        """Stop the thread and close its connection; no ``on_wake`` call follows."""
+        self._stop.set()
+        with self._deliver_lock:
+            self._closed = True
+        self._live.clear()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=JOIN_SECONDS)
+
+    # -- the thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        loud = True
+        while not self._stop.is_set():
+            conn: psycopg.Connection[Any] | None = None
+            try:
+                conn = psycopg.connect(**self._listen_params, autocommit=True)
+                for channel in (self.channel, self.probe_channel):
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                loud = True
+                self._serve(conn)
+            except Exception as exc:
+                # One warning per outage; the retries that fail after it log at debug.
+                self._lost(exc, loud=loud)
+                loud = False
+            finally:
+                self._live.clear()
+                if conn is not None:
+                    _close_quietly(conn)
+            if self._stop.wait(self._delay):
+                break
+            self._delay = min(self._delay * 2, BACKOFF_MAX_SECONDS)
+
+    def _serve(self, conn: psycopg.Connection[Any]) -> None:
+        """Probe, then deliver notifications until stopped or until the connection fails
+        (raises)."""
+        # A probe that comes back late, after a newer one was sent, still proves the path.
+        tokens: deque[str] = deque(maxlen=8)
+        proven = False
+        warned = False
+        probe_deadline = self._probe(tokens, PROBE_TIMEOUT_SECONDS)
+        while not self._stop.is_set():
+            notifies = conn.notifies(timeout=POLL_SECONDS)
+            try:
+                for notify in notifies:
+                    if notify.channel == self.channel:
+                        self._deliver(notify.payload)
+                    elif (
+                        not proven
+                        and notify.channel == self.probe_channel
+                        and notify.payload in tokens
+                    ):
+                        proven = True
+                        self._became_live(conn)
+                    if self._stop.is_set():
+                        break
+            finally:
+                notifies.close()
+            if not proven and time.monotonic() >= probe_deadline:
+                if not warned:
+                    warned = True
+                    logger.warning(
+                        "jobs.wake.unproven: LISTEN on %r was accepted but a probe did not come "
+                        "back within %.0f s (a transaction-pooling proxy?); workers will poll",
+                        self.database,
+                        PROBE_TIMEOUT_SECONDS,
+                        extra={"event": "jobs.wake.unproven", "database": self.database},
+                    )
+                probe_deadline = self._probe(tokens, PROBE_RETRY_SECONDS)
+
+    def _became_live(self, conn: psycopg.Connection[Any]) -> None:
+        self._delay = BACKOFF_MIN_SECONDS
+        self._live.set()
+        logger.info(
+            "jobs.wake.live: listening for enqueue wakes on %r (backend %s)",
+            self.database,
+            conn.info.backend_pid,
+            extra={"event": "jobs.wake.live", "database": self.database},
+        )
+
+    def _probe(self, tokens: deque[str], wait_seconds: float) -> float:
+        """Send a probe from a separate session; answers until when to wait for it."""
+        token = uuid.uuid4().hex
+        tokens.append(token)
+        with psycopg.connect(**self._probe_params, autocommit=True) as probe:
+            probe.execute("select pg_notify(%s, %s)", (self.probe_channel, token))
+        return time.monotonic() + wait_seconds
+
+    def _deliver(self, queue: str) -> None:
+        with self._deliver_lock:
+            if self._closed:
+                return
+            try:
+                self._on_wake(queue)
+            except Exception:
+                logger.exception(
+                    "jobs.wake.callback_failed: on_wake(%r) raised",
+                    queue,
+                    extra={"event": "jobs.wake.callback_failed", "queue": queue},
+                )
+
+    def _lost(self, exc: Exception, *, loud: bool) -> None:
+        if self._stop.is_set():
+            return
+        logger.log(
+            logging.WARNING if loud else logging.DEBUG,
+            "jobs.wake.lost: the wake connection to %r failed (%s: %s); retrying in %.1f s, "
+            "workers poll meanwhile",
+            self.database,
+            type(exc).__name__,
+            exc,
+            self._delay,
+            extra={"event": "jobs.wake.lost", "database": self.database},
+        )
+
+
+def _close_quietly(conn: psycopg.Connection[Any]) -> None:
+    try:
+        conn.close()
+    except Exception:
+        logger.debug("closing the wake connection failed", exc_info=True)

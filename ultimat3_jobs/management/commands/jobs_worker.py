@@ -1,0 +1,101 @@
+"""``manage.py jobs_worker``: parse options, then run the worker (the loop lives in
+``ultimat3_jobs.worker``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ultimat3_jobs.worker.config import WorkerConfig, default_worker_id
+from ultimat3_jobs.worker.run import child_argv, run_worker, supervise
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+class Command(BaseCommand):
+    help = "Run jobs: claim, execute and settle them until stopped (SIGTERM drains)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--queues",
+            default=None,
+            help="Comma-separated queues to work (default: ULTIMAT3_JOBS['DEFAULT_QUEUE']).",
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=_positive_int,
+            default=None,
+            help="Jobs run at once per process (default: WORKER_CONCURRENCY).",
+        )
+        parser.add_argument(
+            "--processes",
+            type=_positive_int,
+            default=1,
+            help="Worker processes under this one (default 1: work in this process).",
+        )
+        parser.add_argument("--burst", action="store_true", help="Exit 0 once nothing is due.")
+        parser.add_argument(
+            "--max-jobs",
+            type=_positive_int,
+            default=None,
+            help="Exit 0 after settling this many jobs (a supervisor restarts the process).",
+        )
+        parser.add_argument(
+            "--max-memory",
+            type=_positive_int,
+            default=None,
+            help="Exit 0 once resident memory passes this many MB.",
+        )
+        parser.add_argument(
+            "--worker-id", default=None, help="This worker's id (default: host:pid:random)."
+        )
+        parser.add_argument(
+            "--log-level",
+            default="INFO",
+            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+            help="Level of the ultimat3_jobs loggers (default INFO).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        _configure_logging(options["log_level"])
+        queues = None
+        if options["queues"]:
+            queues = tuple(q.strip() for q in options["queues"].split(",") if q.strip())
+            if not queues:
+                raise CommandError("--queues names no queue")
+        worker_id = options["worker_id"] or default_worker_id()
+        if options["processes"] > 1:
+            code = supervise(
+                child_argv(),
+                processes=options["processes"],
+                worker_id=worker_id,
+                burst=options["burst"],
+            )
+        else:
+            config = WorkerConfig.from_settings(
+                queues=queues,
+                concurrency=options["concurrency"],
+                worker_id=worker_id,
+                burst=options["burst"],
+                max_jobs=options["max_jobs"],
+                max_memory_mb=options["max_memory"],
+            )
+            code = run_worker(config)
+        if code:
+            raise SystemExit(code)
+
+
+def _configure_logging(level: str) -> None:
+    logger = logging.getLogger("ultimat3_jobs")
+    logger.setLevel(level)
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        logger.addHandler(handler)

@@ -1,0 +1,61 @@
+"""One claimed attempt as the worker tracks it, and how it ended."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ultimat3_jobs.context import JobContext
+from ultimat3_jobs.definitions import JobDefinition
+from ultimat3_jobs.types import AttemptError, ClaimedJob
+
+OutcomeKind = Literal["completed", "failed", "lost"]
+
+
+@dataclass(slots=True, eq=False)
+class Attempt:
+    """A running attempt. Several threads touch it (the body's, the settler, maintenance); the
+    one rule is :meth:`take_settle`: only the thread that wins it writes the settle."""
+
+    job: ClaimedJob
+    definition: JobDefinition | None
+    ctx: JobContext
+    started: float = field(default_factory=time.monotonic)
+    deadline: float | None = None
+    grace_deadline: float | None = None
+    timed_out: bool = False
+    lost: bool = False
+    pending_progress: str | None = None
+    progress_flushed_at: float = 0.0
+    _settle_taken: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take_settle(self) -> bool:
+        """Claim the right to settle this attempt; True exactly once."""
+        with self._lock:
+            if self._settle_taken:
+                return False
+            self._settle_taken = True
+            return True
+
+    @property
+    def settle_taken(self) -> bool:
+        return self._settle_taken
+
+    def lose(self) -> None:
+        """The lease is gone (cancelled, rescued, settled elsewhere): stop and write nothing."""
+        self.lost = True
+        self.ctx.cancelled.set()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an attempt's body ended. ``terminal`` failures are not retried."""
+
+    attempt: Attempt
+    kind: OutcomeKind
+    result_json: str = "null"
+    error: AttemptError | None = None
+    terminal: bool = False

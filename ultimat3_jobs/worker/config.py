@@ -1,0 +1,64 @@
+"""``WorkerConfig``: one worker's settings, from ``ULTIMAT3_JOBS`` plus its command line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ultimat3_jobs.conf import Settings, get_settings
+
+
+def default_worker_id() -> str:
+    """``host:pid:random``: unique even when a restarted process reuses a pid."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerConfig:
+    """What one worker process does. Times are in seconds."""
+
+    queues: tuple[str, ...]
+    concurrency: int
+    worker_id: str = field(default_factory=default_worker_id)
+    burst: bool = False
+    max_jobs: int | None = None
+    max_memory_mb: float | None = None
+    lease_seconds: float = 300.0
+    heartbeat_interval: float = 10.0
+    rescue_interval: float = 30.0
+    registry_interval: float = 30.0
+    poll_floor: float = 0.05
+    poll_ceiling: float = 3.0
+    poll_ceiling_wake: float = 10.0
+    shutdown_grace: float = 30.0
+    timeout_grace: float = 5.0
+    ack_flush: float = 0.005
+    progress_interval: float = 1.0
+    use_wake: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **options: Any) -> WorkerConfig:
+        """Settings first, then any option given (``None`` keeps the setting)."""
+        s = settings or get_settings()
+        config = cls(
+            queues=(s.default_queue,),
+            concurrency=s.worker_concurrency,
+            lease_seconds=s.visibility_timeout_seconds,
+            heartbeat_interval=s.heartbeat_interval_seconds,
+            rescue_interval=s.rescue_interval_seconds,
+            registry_interval=s.registry_interval_seconds,
+            poll_floor=s.poll_floor_seconds,
+            poll_ceiling=s.poll_ceiling_seconds,
+            poll_ceiling_wake=s.poll_ceiling_wake_seconds,
+            shutdown_grace=s.shutdown_grace_seconds,
+            timeout_grace=s.timeout_grace_seconds,
+            ack_flush=s.ack_flush_seconds,
+            progress_interval=s.progress_interval_seconds,
+        )
+        chosen = {key: value for key, value in options.items() if value is not None}
+        if "queues" in chosen:
+            chosen["queues"] = tuple(chosen["queues"])
+        return replace(config, **chosen)

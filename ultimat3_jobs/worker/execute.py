@@ -1,0 +1,132 @@
+"""Run one attempt's body and say how it ended. Never raises: every ending is an Outcome."""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from typing import Any
+
+from django.db import close_old_connections
+
+from ultimat3_jobs.client import check_input_signature
+from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.context import install_tenant, uninstall_tenant
+from ultimat3_jobs.errors import EnqueueRefused, JobInputInvalid, JobUnknown, Terminal
+from ultimat3_jobs.serialization import encode_json
+from ultimat3_jobs.types import AttemptError
+from ultimat3_jobs.worker.attempt import Attempt, Outcome
+
+ERROR_MESSAGE_LIMIT = 2000
+TRACEBACK_LIMIT = 20_000
+
+
+class JobTimedOut(Exception):
+    """The attempt ran past its job's timeout."""
+
+
+def attempt_error(attempt: Attempt, exc: BaseException, *, worker_id: str) -> AttemptError:
+    kind = type(exc)
+    text = "".join(traceback.format_exception(exc))
+    return AttemptError(
+        attempt=attempt.job.attempt,
+        error_class=f"{kind.__module__}.{kind.__qualname__}",
+        message=str(exc)[:ERROR_MESSAGE_LIMIT],
+        traceback=text[-TRACEBACK_LIMIT:],
+        worker_id=worker_id,
+    )
+
+
+def prepare(attempt: Attempt) -> BaseException | None:
+    """Refusals decided before the body runs: an undeclared job, input that no longer fits the
+    body's signature. Answers the error, or None to go ahead."""
+    definition = attempt.definition
+    if definition is None:
+        return JobUnknown(
+            f"job {attempt.job.name!r} is not declared in this worker process",
+            field="name",
+            rule="declared-job",
+        )
+    if not isinstance(attempt.job.input, dict):
+        return JobInputInvalid("stored input is not an object", field="input", rule="mapping")
+    try:
+        check_input_signature(definition, attempt.job.input)
+    except JobInputInvalid as exc:
+        return exc
+    return None
+
+
+def finish(attempt: Attempt, result: Any, *, worker_id: str) -> Outcome:
+    """The outcome of a body that returned ``result``."""
+    if attempt.timed_out:
+        return failure(attempt, JobTimedOut(_timeout_message(attempt)), worker_id=worker_id)
+    settings = get_settings()
+    try:
+        result_json = encode_json(
+            result,
+            root="return value",
+            max_depth=settings.input_max_depth,
+            max_bytes=settings.input_max_bytes,
+        )
+    except JobInputInvalid as exc:
+        return Outcome(
+            attempt,
+            "failed",
+            error=attempt_error(attempt, exc, worker_id=worker_id),
+            terminal=True,
+        )
+    return Outcome(attempt, "completed", result_json=result_json)
+
+
+def failure(attempt: Attempt, exc: BaseException, *, worker_id: str) -> Outcome:
+    """The outcome of a body that raised ``exc``: Terminal and refused input fail at once."""
+    if attempt.timed_out and not isinstance(exc, JobTimedOut):
+        exc = JobTimedOut(_timeout_message(attempt))
+    terminal = isinstance(exc, (Terminal, EnqueueRefused))
+    return Outcome(
+        attempt, "failed", error=attempt_error(attempt, exc, worker_id=worker_id), terminal=terminal
+    )
+
+
+def _timeout_message(attempt: Attempt) -> str:
+    timeout = attempt.definition.timeout_seconds if attempt.definition else None
+    return f"job {attempt.job.name!r} ran past its timeout of {timeout:g} s"
+
+
+def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
+    """Run a sync body on the calling (pool) thread, with the job's tenant installed and the
+    database connections handled as Django handles them around a request."""
+    refused = prepare(attempt)
+    if refused is not None:
+        return failure(attempt, refused, worker_id=worker_id)
+    assert attempt.definition is not None
+    close_old_connections()
+    token = install_tenant(attempt.job.tenant_id)
+    try:
+        result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
+        if inspect.isawaitable(result):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            raise TypeError("the job body returned an awaitable; declare it with async def")
+    except Exception as exc:
+        return failure(attempt, exc, worker_id=worker_id)
+    finally:
+        uninstall_tenant(token)
+        close_old_connections()
+    return finish(attempt, result, worker_id=worker_id)
+
+
+async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
+    """Run an ``async def`` body on the worker's event loop."""
+    refused = prepare(attempt)
+    if refused is not None:
+        return failure(attempt, refused, worker_id=worker_id)
+    assert attempt.definition is not None
+    token = install_tenant(attempt.job.tenant_id)
+    try:
+        result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
+    except Exception as exc:
+        return failure(attempt, exc, worker_id=worker_id)
+    finally:
+        uninstall_tenant(token)
+    return finish(attempt, result, worker_id=worker_id)

@@ -1,0 +1,371 @@
+"""``Worker``: the claim loop of one process.
+
+One thread claims: as many rows as there are free slots, in one statement, over every queue.
+Sync bodies run on a thread pool, ``async def`` bodies on one event loop thread; the settler
+batches their endings and the maintenance thread keeps their leases. When a claim finds fewer
+jobs than free slots the loop backs off (floor, doubling, ceiling); a wake, a freed slot after a
+full claim, or a stop cuts the wait short.
+
+Shutdown has two phases. The first (SIGTERM/SIGINT, ``request_stop()``) stops claiming and lets
+running attempts finish within the grace period; what still runs after it is released back to
+``queued`` at once, not after its lease. A second request skips the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from functools import partial
+from typing import Any
+
+from ultimat3_jobs.context import JobContext
+from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
+from ultimat3_jobs.registry import Registry
+from ultimat3_jobs.registry import registry as default_registry
+from ultimat3_jobs.serialization import encode_json
+from ultimat3_jobs.types import ClaimedJob, RescuedJob
+from ultimat3_jobs.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.worker.backoff import IdleBackoff
+from ultimat3_jobs.worker.config import WorkerConfig
+from ultimat3_jobs.worker.execute import JobTimedOut, failure, run_async, run_sync
+from ultimat3_jobs.worker.maintenance import Maintenance
+from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
+from ultimat3_jobs.worker.settle import Settler, run_settled_hook
+from ultimat3_jobs.worker.store import STORE_ERRORS
+
+logger = logging.getLogger("ultimat3_jobs.worker")
+
+EXIT_OK = 0
+EXIT_FORCED = 1
+MEMORY_CHECK_SECONDS = 1.0
+STORE_RETRY_CEILING_SECONDS = 5.0
+
+
+class Worker:
+    """Runs jobs from ``config.queues`` until stopped (or, with ``burst``, until none is due).
+
+    Tests wait on its events instead of sleeping: ``started``, ``idle`` (a claim found less
+    than it asked for), ``claimed`` (a claim took at least one job), ``stopped``.
+    """
+
+    def __init__(
+        self,
+        driver: JobDriver,
+        config: WorkerConfig,
+        *,
+        registry: Registry | None = None,
+    ) -> None:
+        self.driver = driver
+        self.config = config
+        self.registry = registry or default_registry
+        self.started = threading.Event()
+        self.idle = threading.Event()
+        self.claimed = threading.Event()
+        self.stopped = threading.Event()
+        self.settled_count = 0
+        self.claim_count = 0
+        self.exit_reason = ""
+        self._running: dict[uuid.UUID, Attempt] = {}
+        self._lock = threading.Lock()
+        self._signal = threading.Event()
+        self._accepting = True
+        self._force = False
+        self._wake_live = False
+        self._wake: WakeSubscription | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._backoff = IdleBackoff(
+            floor=config.poll_floor,
+            ceiling=config.poll_ceiling,
+            ceiling_with_wake=config.poll_ceiling_wake,
+        )
+        # Room beside the slots for bodies abandoned past their timeout, which keep a thread
+        # until they return.
+        self._pool = BodyPool(config.concurrency * 2, name="jobs-body")
+        self._hooks = BodyPool(1, name="jobs-hooks")
+        self._settler = Settler(driver=driver, config=config, on_done=self._done, hooks=self._hooks)
+        self._maintenance = Maintenance(
+            driver=driver,
+            config=config,
+            running=self.running_attempts,
+            on_timeout=self._abandon_timed_out,
+            on_dead=self._rescued_dead,
+            is_draining=lambda: not self._accepting,
+        )
+
+    # -- control -------------------------------------------------------------------------------
+
+    def request_stop(self, *, reason: str = "stop requested") -> None:
+        """First call: stop claiming and drain. Second call: stop waiting for the drain."""
+        if not self._accepting:
+            self._force = True
+            logger.warning("jobs.worker.stop_now: second stop request; releasing what still runs")
+        else:
+            self._accepting = False
+            self.exit_reason = reason
+            logger.info("jobs.worker.draining: %s; no more claims", reason)
+        self._signal.set()
+
+    def running_attempts(self) -> list[Attempt]:
+        with self._lock:
+            return list(self._running.values())
+
+    @property
+    def wake_live(self) -> bool:
+        return self._wake is not None and self._wake.is_live()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped; answers the process exit code."""
+        self._settler.start()
+        self._maintenance.start()
+        if self.config.use_wake:
+            self._wake = self.driver.wake_subscribe(on_wake=self._on_wake)
+        logger.info(
+            "jobs.worker.started: %s on %s with %s slots",
+            self.config.worker_id,
+            ",".join(self.config.queues),
+            self.config.concurrency,
+        )
+        self.started.set()
+        store_wait = self.config.poll_floor
+        next_memory_check = time.monotonic() + MEMORY_CHECK_SECONDS
+        try:
+            while self._accepting:
+                # Cleared before looking, so a signal that arrives while we look is kept.
+                self._signal.clear()
+                free = self.config.concurrency - len(self._running)
+                wait: float | None = None
+                if free > 0:
+                    try:
+                        jobs = self.driver.job_claim(
+                            queues=self.config.queues,
+                            limit=free,
+                            worker_id=self.config.worker_id,
+                            lease_seconds=self.config.lease_seconds,
+                        )
+                        store_wait = self.config.poll_floor
+                    except STORE_ERRORS as exc:
+                        logger.warning("jobs.worker.claim_failed: %s; retrying", exc)
+                        self.driver.reset_connection()
+                        store_wait = min(store_wait * 2, STORE_RETRY_CEILING_SECONDS)
+                        self._signal.wait(store_wait)
+                        continue
+                    self.claim_count += 1
+                    for job in jobs:
+                        self._start(job)
+                    if jobs:
+                        self.claimed.set()
+                        self._backoff.reset()
+                    if len(jobs) < free:
+                        if self.config.burst and not jobs and not self._running:
+                            self.exit_reason = "burst: nothing is due"
+                            break
+                        self.idle.set()
+                        wait = self._backoff.next(wake_live=self.wake_live)
+                if self._over_limits():
+                    break
+                if time.monotonic() >= next_memory_check:
+                    next_memory_check = time.monotonic() + MEMORY_CHECK_SECONDS
+                    if self._over_memory():
+                        break
+                # Every slot busy: a freed slot signals; idle: the backoff, cut short by a wake.
+                self._signal.wait(wait)
+        finally:
+            code = self._shutdown()
+        return code
+
+    def _start(self, job: ClaimedJob) -> None:
+        definition = self.registry.get(job.name).definition if job.name in self.registry else None
+        ctx = JobContext(
+            job_id=job.id,
+            name=job.name,
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            queue=job.queue,
+            tenant_id=job.tenant_id,
+        )
+        attempt = Attempt(job=job, definition=definition, ctx=ctx)
+        ctx._on_progress = lambda value, a=attempt: self._progress(a, value)
+        if definition is not None and definition.timeout_seconds is not None:
+            attempt.deadline = attempt.started + definition.timeout_seconds
+        with self._lock:
+            self._running[job.id] = attempt
+        if attempt.deadline is not None:
+            self._maintenance.kick()
+        if definition is not None and definition.is_async:
+            loop = self._event_loop()
+            future = asyncio.run_coroutine_threadsafe(
+                run_async(attempt, worker_id=self.config.worker_id), loop
+            )
+            future.add_done_callback(partial(self._finished, attempt))
+        else:
+            pooled = self._pool.submit(run_sync, attempt, self.config.worker_id)
+            pooled.add_done_callback(partial(self._finished, attempt))
+
+    def _finished(self, attempt: Attempt, future: Future[Outcome]) -> None:
+        try:
+            outcome = future.result()
+        except BaseException as exc:
+            outcome = failure(attempt, exc, worker_id=self.config.worker_id)
+        if not attempt.take_settle():
+            return  # settled on its behalf already (timed out past grace, released)
+        if attempt.lost:
+            outcome = Outcome(attempt, "lost")
+        self._settler.put(outcome)
+
+    def _done(self, attempt: Attempt, how: str) -> None:
+        """The settler wrote (or skipped) this attempt's ending: free its slot."""
+        with self._lock:
+            self._running.pop(attempt.job.id, None)
+            self.settled_count += 1
+        self._signal.set()
+
+    def _progress(self, attempt: Attempt, value: Any) -> None:
+        if attempt.lost or attempt.settle_taken:
+            return  # a cancelled attempt writes nothing more
+        attempt.pending_progress = encode_json(
+            value, root="progress", max_depth=32, max_bytes=65536
+        )
+        now = time.monotonic()
+        if now - attempt.progress_flushed_at >= self.config.progress_interval:
+            attempt.progress_flushed_at = now
+            pending, attempt.pending_progress = attempt.pending_progress, None
+            try:
+                self.driver.job_progress(
+                    job_id=attempt.job.id,
+                    claim_token=attempt.job.claim_token,
+                    progress_json=pending,
+                )
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.progress_failed: %s", exc)
+                attempt.pending_progress = pending
+                self.driver.reset_connection()
+
+    def _abandon_timed_out(self, attempt: Attempt) -> None:
+        """The attempt ignored its cancel past the grace period: fail it now; whatever its
+        thread does later writes nothing."""
+        if not attempt.take_settle():
+            return
+        logger.error(
+            "jobs.timeout.abandoned: %s %s did not stop within the grace period",
+            attempt.job.name,
+            attempt.job.id,
+        )
+        message = f"job {attempt.job.name!r} ran past its timeout and did not stop"
+        self._settler.put(failure(attempt, JobTimedOut(message), worker_id=self.config.worker_id))
+
+    def _rescued_dead(self, job: RescuedJob) -> None:
+        if job.name not in self.registry:
+            return
+        definition = self.registry.get(job.name).definition
+        if definition.on_settled is not None:
+            ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt)
+            self._hooks.submit(run_settled_hook, definition.on_settled, ctx, "dead-lettered")
+
+    def _on_wake(self, queue: str) -> None:
+        if queue in self.config.queues:
+            self._backoff.reset()
+            self._signal.set()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="jobs-async", daemon=True)
+            thread.start()
+            self._loop, self._loop_thread = loop, thread
+        return self._loop
+
+    # -- limits and shutdown --------------------------------------------------------------------
+
+    def _over_limits(self) -> bool:
+        if self.config.max_jobs is not None and self.settled_count >= self.config.max_jobs:
+            self.request_stop(reason=f"--max-jobs {self.config.max_jobs} reached")
+            return True
+        return False
+
+    def _over_memory(self) -> bool:
+        limit = self.config.max_memory_mb
+        if limit is None:
+            return False
+        rss = resident_memory_mb()
+        if rss is not None and rss > limit:
+            self.request_stop(reason=f"--max-memory: {rss:.0f} MB over {limit:g} MB")
+            return True
+        return False
+
+    def _shutdown(self) -> int:
+        self._accepting = False
+        deadline = time.monotonic() + self.config.shutdown_grace
+        while self._running and not self._force and time.monotonic() < deadline:
+            self._signal.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+            self._signal.clear()
+        released = self._release_running()
+        self._settler.stop(timeout=30)
+        self._maintenance.stop()
+        if self._wake is not None:
+            self._wake.close()
+        try:
+            self.driver.worker_remove(worker_id=self.config.worker_id)
+        except STORE_ERRORS as exc:
+            logger.warning("jobs.worker.unregister_failed: %s", exc)
+        stuck = self._pool.shutdown(timeout=0.5 if self._force else 5.0)
+        self._hooks.shutdown(timeout=0.5 if self._force else 5.0)
+        if stuck:
+            logger.warning("jobs.worker.threads_left: %s still run abandoned bodies", stuck)
+        close_thread_connections()
+        if self._loop is not None and self._loop_thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop_thread.join(timeout=5)
+            if not self._loop_thread.is_alive():
+                self._loop.close()
+        logger.info(
+            "jobs.worker.stopped: %s (%s); %s settled, %s released",
+            self.config.worker_id,
+            self.exit_reason or "stopped",
+            self.settled_count,
+            released,
+        )
+        self.stopped.set()
+        return EXIT_FORCED if self._force else EXIT_OK
+
+    def _release_running(self) -> int:
+        """Give every attempt still running back to ``queued`` now, its attempt not counted."""
+        released = 0
+        for attempt in self.running_attempts():
+            if not attempt.take_settle():
+                continue
+            attempt.lose()
+            try:
+                if self.driver.job_nack(
+                    job_id=attempt.job.id,
+                    claim_token=attempt.job.claim_token,
+                    action="retry",
+                    counts_as_attempt=False,
+                ):
+                    released += 1
+            except STORE_ERRORS as exc:
+                logger.warning(
+                    "jobs.worker.release_failed: %s stays leased until rescued (%s)",
+                    attempt.job.id,
+                    exc,
+                )
+            with self._lock:
+                self._running.pop(attempt.job.id, None)
+        return released
+
+
+def resident_memory_mb() -> float | None:
+    """This process' resident memory, where ``/proc`` tells it."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20

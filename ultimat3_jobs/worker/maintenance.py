@@ -1,0 +1,167 @@
+"""The maintenance thread: leases, run deadlines, the worker's registry row, the rescuer.
+
+One thread, one timer wheel: each duty has a next-due time and the thread sleeps until the
+earliest. While the worker is idle it touches the store only for the registry row and the
+rescue sweep.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.types import JobState, RescuedJob
+from ultimat3_jobs.worker.attempt import Attempt
+from ultimat3_jobs.worker.config import WorkerConfig
+from ultimat3_jobs.worker.pool import close_thread_connections
+from ultimat3_jobs.worker.store import STORE_ERRORS
+
+logger = logging.getLogger("ultimat3_jobs.worker")
+
+
+class Maintenance(threading.Thread):
+    """Renews leases of running attempts (one statement per interval for all of them), cancels
+    attempts at their deadline and abandons them after the grace period, keeps the worker's
+    registry row, and returns expired attempts of any worker to the queue."""
+
+    def __init__(
+        self,
+        *,
+        driver: JobDriver,
+        config: WorkerConfig,
+        running: Callable[[], list[Attempt]],
+        on_dead: Callable[[RescuedJob], None],
+        on_timeout: Callable[[Attempt], None],
+        is_draining: Callable[[], bool],
+    ) -> None:
+        super().__init__(name="jobs-maintenance", daemon=True)
+        self._driver = driver
+        self._config = config
+        self._running = running
+        self._on_dead = on_dead
+        self._on_timeout = on_timeout
+        self._is_draining = is_draining
+        self._stop = threading.Event()
+        self._kick = threading.Event()
+        now = time.monotonic()
+        self._next_heartbeat = now + config.heartbeat_interval
+        self._next_registry = now
+        self._next_rescue = now + min(config.rescue_interval, 1.0)
+        self.rescued = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._kick.set()
+        self.join(timeout=10)
+
+    def kick(self) -> None:
+        """Look at deadlines now (a new attempt with a deadline started)."""
+        self._kick.set()
+
+    def run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            close_thread_connections()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            try:
+                if now >= self._next_heartbeat:
+                    self._next_heartbeat = now + self._config.heartbeat_interval
+                    self.heartbeat()
+                if now >= self._next_registry:
+                    self._next_registry = now + self._config.registry_interval
+                    self.register()
+                if now >= self._next_rescue:
+                    self._next_rescue = now + self._config.rescue_interval
+                    self.rescue()
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.worker.maintenance_failed: %s", exc)
+                self._driver.reset_connection()
+            next_deadline = self._check_deadlines(time.monotonic())
+            wake_at = min(self._next_heartbeat, self._next_registry, self._next_rescue)
+            if next_deadline is not None:
+                wake_at = min(wake_at, next_deadline)
+            self._kick.wait(max(0.0, wake_at - time.monotonic()))
+            self._kick.clear()
+
+    def heartbeat(self) -> None:
+        attempts = [a for a in self._running() if not a.lost and not a.settle_taken]
+        if not attempts:
+            return
+        held = self._driver.job_heartbeat_many(
+            attempts=[(a.job.id, a.job.claim_token) for a in attempts],
+            lease_seconds=self._config.lease_seconds,
+        )
+        for attempt in attempts:
+            if attempt.job.id not in held and not attempt.settle_taken:
+                logger.warning(
+                    "jobs.worker.lease_lost: %s %s (attempt %s) lost its lease; stopping it",
+                    attempt.job.name,
+                    attempt.job.id,
+                    attempt.job.attempt,
+                )
+                attempt.lose()
+
+    def register(self) -> None:
+        self._driver.worker_heartbeat(
+            worker_id=self._config.worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=list(self._config.queues),
+            slots=self._config.concurrency,
+            ttl_seconds=max(self._config.lease_seconds, self._config.registry_interval * 3),
+            draining=self._is_draining(),
+        )
+
+    def rescue(self) -> None:
+        for job in self._driver.job_rescue_expired():
+            self.rescued += 1
+            logger.warning(
+                "jobs.rescue: %s %s (attempt %s) had an expired lease; now %s",
+                job.name,
+                job.id,
+                job.attempt,
+                job.state,
+            )
+            if job.state == JobState.FAILED:
+                logger.error("jobs.dead_letter: %s %s spent its attempts", job.name, job.id)
+                self._on_dead(job)
+
+    def _check_deadlines(self, now: float) -> float | None:
+        upcoming: float | None = None
+        for attempt in self._running():
+            if attempt.settle_taken or attempt.lost:
+                continue
+            if attempt.deadline is not None and not attempt.timed_out:
+                if now >= attempt.deadline:
+                    attempt.timed_out = True
+                    attempt.ctx.cancelled.set()
+                    attempt.grace_deadline = now + self._config.timeout_grace
+                    logger.warning(
+                        "jobs.timeout: %s %s ran past its timeout; cancelling it",
+                        attempt.job.name,
+                        attempt.job.id,
+                    )
+                else:
+                    upcoming = (
+                        attempt.deadline if upcoming is None else min(upcoming, attempt.deadline)
+                    )
+            if attempt.timed_out and attempt.grace_deadline is not None:
+                if now >= attempt.grace_deadline:
+                    attempt.grace_deadline = None
+                    self._on_timeout(attempt)
+                else:
+                    upcoming = (
+                        attempt.grace_deadline
+                        if upcoming is None
+                        else min(upcoming, attempt.grace_deadline)
+                    )
+        return upcoming

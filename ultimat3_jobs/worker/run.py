@@ -1,0 +1,95 @@
+"""Run a worker in this process, or N of them under this one, with real signal handling."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.worker.config import WorkerConfig
+from ultimat3_jobs.worker.loop import Worker
+
+logger = logging.getLogger("ultimat3_jobs.worker")
+
+RESTART_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 5.0)
+
+
+def run_worker(config: WorkerConfig) -> int:
+    """Run one worker until it stops; SIGTERM/SIGINT drain it, a second one stops it now."""
+    worker = Worker(get_driver(), config)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        worker.request_stop(reason=f"{signal.Signals(signum).name} received")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        code = worker.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if any(
+        t.is_alive() and not t.daemon for t in threading.enumerate() if t.name.startswith("jobs-")
+    ):
+        # A body abandoned past its timeout (or released at shutdown) still holds a thread;
+        # everything it could write is already refused, so the process does not wait for it.
+        logging.shutdown()
+        os._exit(code)
+    return code
+
+
+def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: bool) -> int:
+    """Run ``processes`` child workers (``argv`` each, plus its own ``--worker-id``), pass on
+    SIGTERM/SIGINT, and restart a child that exits unless stopping (or, with ``burst``, once
+    it finished cleanly)."""
+    stopping = threading.Event()
+    children: dict[int, subprocess.Popen[bytes]] = {}
+    restarts = dict.fromkeys(range(processes), 0)
+
+    def spawn(index: int) -> None:
+        command = [*argv, "--processes", "1", "--worker-id", f"{worker_id}-{index}"]
+        children[index] = subprocess.Popen(command)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for index in range(processes):
+            spawn(index)
+        while children:
+            for index, child in list(children.items()):
+                code = child.poll()
+                if code is None:
+                    continue
+                del children[index]
+                if stopping.is_set() or (burst and code == 0):
+                    continue
+                delay = RESTART_BACKOFF_SECONDS[
+                    min(restarts[index], len(RESTART_BACKOFF_SECONDS) - 1)
+                ]
+                restarts[index] = restarts[index] + 1 if code != 0 else 0
+                logger.warning(
+                    "jobs.worker.child_exited: child %s exited %s; restarting", index, code
+                )
+                time.sleep(delay)
+                spawn(index)
+            stopping.wait(0.2)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def child_argv() -> list[str]:
+    """How this process was started, to start its children the same way."""
+    return [sys.executable, *sys.argv]
