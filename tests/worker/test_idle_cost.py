@@ -71,5 +71,6 @@ def test_idle_statements_per_minute_stay_within_budget(
     finally:
         running.stop()
     per_minute = counter.count * 60.0 / WINDOW_SECONDS
+    print(f"idle statements per minute ({'with' if use_wake else 'without'} wake): {per_minute:g}")
     assert counter.count > 0, "the counter saw no statement at all"
     assert per_minute <= BUDGET_PER_MINUTE[use_wake], per_minute

@@ -198,3 +198,46 @@ def test_the_worker_registers_and_unregisters(make_worker) -> None:
     assert row.slots == 4 and row.queues == ["default", "math"]
     running.stop()
     assert not JobWorker.objects.filter(id="test-worker-1").exists()
+
+
+def test_a_draining_worker_reports_no_demand(make_worker) -> None:
+    jobs.waits_for_cancel.enqueue(seconds=30)
+    jobs.record.enqueue_many([{"n": n} for n in range(5)])
+    running = make_worker(worker_id="drainer", concurrency=1, shutdown_grace=30.0)
+    wait_for(lambda: JobWorker.objects.filter(id="drainer", demand__default__gt=0).exists())
+    running.worker.request_stop(reason="test drain")
+    wait_for(
+        lambda: JobWorker.objects.filter(id="drainer", demand={"default": 0, "math": 0}).exists(),
+        what="demand retracted to 0 while draining",
+    )
+    running.worker.request_stop(reason="second")
+    running.thread.join(10)
+    assert not running.thread.is_alive()
+
+
+def test_a_second_stop_request_skips_the_grace_period(make_worker) -> None:
+    result = jobs.waits_for_cancel.enqueue(seconds=60)
+    running = make_worker(shutdown_grace=60.0)
+    wait_for(lambda: Effect.objects.filter(job_id=result.id).exists())
+    running.worker.request_stop(reason="first")
+    assert not running.worker.stopped.wait(0.5), "the first request must wait for the drain"
+    running.worker.request_stop(reason="second")
+    assert running.worker.stopped.wait(5)
+    assert state(result.id) == "queued"
+
+
+def test_a_jobs_own_lease_overrides_the_visibility_timeout(make_worker) -> None:
+    job_id = new_job_id()
+    PostgresDriver().job_enqueue(
+        request=EnqueueRequest(
+            id=job_id,
+            name="tests.waits_for_cancel",
+            queue="default",
+            input_json='{"seconds": 2}',
+            lease_seconds=600,
+        )
+    )
+    make_worker()
+    wait_for(lambda: state(job_id) == "running")
+    row = Job.objects.get(id=job_id)
+    assert (row.lease_expires_at - row.started_at).total_seconds() > 590

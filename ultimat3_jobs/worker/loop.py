@@ -109,6 +109,7 @@ class Worker:
             self._accepting = False
             self.exit_reason = reason
             logger.info("jobs.worker.draining: %s; no more claims", reason)
+            self._maintenance.register_now()
         self._signal.set()
 
     def running_attempts(self) -> list[Attempt]:

@@ -63,6 +63,11 @@ class Maintenance(threading.Thread):
         """Look at deadlines now (a new attempt with a deadline started)."""
         self._kick.set()
 
+    def register_now(self) -> None:
+        """Rewrite the registry row now (the worker started draining: its demand drops to 0)."""
+        self._next_registry = 0.0
+        self._kick.set()
+
     def run(self) -> None:
         try:
             self._loop()
