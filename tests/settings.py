@@ -55,6 +55,9 @@ TEMPLATES = [
 DATABASES = {
     "default": database_from_url(os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL),
 }
+# A second database on the same server: the outbox tests point the job store at it, so that
+# an enqueue inside a transaction on "default" must go through x_outbox and the relay.
+DATABASES["jobs"] = {**DATABASES["default"], "NAME": f"{DATABASES['default']['NAME']}_jobs"}
 
 REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
 

@@ -12,9 +12,12 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
+
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.definitions import EnqueueOptions, JobCall, JobDefinition, options_from
-from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers import get_driver, get_outbox
+from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import (
     JobDuplicate,
     JobInputInvalid,
@@ -22,6 +25,7 @@ from ultimat3_jobs.errors import (
     JobPriorityInvalid,
     JobQueueInvalid,
     JobRunAtInvalid,
+    OutboxNoTransaction,
 )
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import (
@@ -232,13 +236,43 @@ def build_request(
     )
 
 
+def _stages(driver: JobDriver, options: EnqueueOptions, settings: Settings) -> bool:
+    """Whether this enqueue goes through the outbox: inside a transaction on the outbox's
+    database that the job store does not share (unless the caller asked to publish now)."""
+    if options.publish not in ("on-commit", "now", "staged"):
+        raise JobOptionInvalid(
+            f"publish must be 'on-commit', 'now' or 'staged'; got {options.publish!r}",
+            field="publish",
+            rule="publish-mode",
+        )
+    if options.publish == "now":
+        return False
+    alias = settings.outbox_database
+    in_transaction = transaction.get_connection(alias).in_atomic_block
+    if options.publish == "staged":
+        if not in_transaction:
+            raise OutboxNoTransaction(
+                f"publish='staged' needs an open transaction.atomic(using={alias!r}) to hold "
+                "the staged job; there is none here. Enqueue inside the transaction, or use "
+                "publish='on-commit' (the default)."
+            )
+        return True
+    return in_transaction and not driver.commits_with(alias)
+
+
 def enqueue(
     definition: JobDefinition, input: Mapping[str, Any], options: EnqueueOptions
 ) -> EnqueueResult:
     """Validate and write one job. With ``on_conflict="error"`` a live duplicate raises
     :class:`~ultimat3_jobs.errors.JobDuplicate` (nothing was written)."""
-    request = build_request(definition, input, options)
-    result = get_driver().job_enqueue(request=request)
+    settings = get_settings()
+    request = build_request(definition, input, options, settings=settings)
+    driver = get_driver()
+    if _stages(driver, options, settings):
+        _refuse_error_mode(options)
+        get_outbox().outbox_stage_many(requests=[request], notify=True)
+        return EnqueueResult(request.id, "staged")
+    result = driver.job_enqueue(request=request)
     if result.deduped and request.on_conflict == "error":
         raise JobDuplicate(
             f"job {definition.name!r} with idempotency key {request.idempotency_key!r} is "
@@ -276,7 +310,22 @@ def enqueue_many(
             raise type(exc)(f"inputs[{index}]: {exc.message}", field=field, rule=exc.rule) from None
     if not requests:
         return []
-    return get_driver().job_enqueue_many(requests=requests)
+    driver = get_driver()
+    if _stages(driver, options, settings):
+        get_outbox().outbox_stage_many(requests=requests, notify=True)
+        return [EnqueueResult(request.id, "staged") for request in requests]
+    return driver.job_enqueue_many(requests=requests)
+
+
+def _refuse_error_mode(options: EnqueueOptions) -> None:
+    if options.on_conflict == "error":
+        raise JobOptionInvalid(
+            "on_conflict='error' cannot be answered for a staged job: its duplicate is only "
+            "known when the relay publishes it after commit. Use the default 'dedupe', or "
+            "publish='now'.",
+            field="on_conflict",
+            rule="staged-dedupe",
+        )
 
 
 def enqueue_by_name(name: str, input: Mapping[str, Any], **options: Any) -> EnqueueResult:

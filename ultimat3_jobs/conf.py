@@ -45,6 +45,10 @@ SHUTDOWN_GRACE_SECONDS_DEFAULT = 30.0
 TIMEOUT_GRACE_SECONDS_DEFAULT = 5.0
 ACK_FLUSH_SECONDS_DEFAULT = 0.005
 PROGRESS_INTERVAL_SECONDS_DEFAULT = 1.0
+OUTBOX_DATABASE_DEFAULT = "default"
+OUTBOX_RETENTION_SECONDS_DEFAULT = 86400.0
+RELAY_BATCH_SIZE_DEFAULT = 500
+RELAY_LEASE_SECONDS_DEFAULT = 60.0
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -78,6 +82,10 @@ class Settings:
     timeout_grace_seconds: float = TIMEOUT_GRACE_SECONDS_DEFAULT
     ack_flush_seconds: float = ACK_FLUSH_SECONDS_DEFAULT
     progress_interval_seconds: float = PROGRESS_INTERVAL_SECONDS_DEFAULT
+    outbox_database: str = OUTBOX_DATABASE_DEFAULT
+    outbox_retention_seconds: float = OUTBOX_RETENTION_SECONDS_DEFAULT
+    relay_batch_size: int = RELAY_BATCH_SIZE_DEFAULT
+    relay_lease_seconds: float = RELAY_LEASE_SECONDS_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -185,6 +193,14 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("TIMEOUT_GRACE_SECONDS", "ultimat3_jobs.E038", number(minimum=0, maximum=3600)),
     ("ACK_FLUSH_SECONDS", "ultimat3_jobs.E039", number(minimum=0, maximum=1)),
     ("PROGRESS_INTERVAL_SECONDS", "ultimat3_jobs.E040", number(minimum=0, maximum=3600)),
+    ("OUTBOX_DATABASE", "ultimat3_jobs.E041", _database),
+    (
+        "OUTBOX_RETENTION_SECONDS",
+        "ultimat3_jobs.E042",
+        number(minimum=0, maximum=90 * 86400),
+    ),
+    ("RELAY_BATCH_SIZE", "ultimat3_jobs.E043", number(minimum=1, maximum=1000, integer=True)),
+    ("RELAY_LEASE_SECONDS", "ultimat3_jobs.E044", number(minimum=1, maximum=3600)),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -201,6 +217,8 @@ FLOAT_KEYS = (
     "timeout_grace_seconds",
     "ack_flush_seconds",
     "progress_interval_seconds",
+    "outbox_retention_seconds",
+    "relay_lease_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"

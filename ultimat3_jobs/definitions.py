@@ -25,6 +25,7 @@ from ultimat3_jobs.types import (
     QUEUE_NAME_PATTERN,
     EnqueueResult,
     OnConflict,
+    PublishMode,
 )
 
 if TYPE_CHECKING:
@@ -307,6 +308,7 @@ class EnqueueOptions:
     idempotency_key: str | None = None
     on_conflict: OnConflict = "dedupe"
     enqueued_by: str | None = None
+    publish: PublishMode = "on-commit"
 
 
 class JobCall:
@@ -382,11 +384,16 @@ class JobHandle:
         idempotency_key: str | None = None,
         on_conflict: OnConflict = "dedupe",
         enqueued_by: str | None = None,
+        publish: PublishMode = "on-commit",
     ) -> JobCall:
         """Bind per-call options: ``run_at`` (an aware datetime) or ``delay`` (seconds or a
         timedelta), ``priority`` (-100..100, higher first), ``queue``, ``idempotency_key``
         (one live job per key), ``on_conflict`` (``"dedupe"`` answers the live job, ``"error"``
-        raises :class:`~ultimat3_jobs.errors.JobDuplicate`), ``enqueued_by`` (attribution)."""
+        raises :class:`~ultimat3_jobs.errors.JobDuplicate`), ``enqueued_by`` (attribution),
+        ``publish``: ``"on-commit"`` (the default: inside ``transaction.atomic()`` the job
+        exists if and only if the transaction commits), ``"now"`` (write to the job store at
+        once, even inside a transaction) or ``"staged"`` (always through the outbox; refused
+        outside a transaction)."""
         return JobCall(
             self,
             EnqueueOptions(
@@ -397,6 +404,7 @@ class JobHandle:
                 idempotency_key=idempotency_key,
                 on_conflict=on_conflict,
                 enqueued_by=enqueued_by,
+                publish=publish,
             ),
         )
 

@@ -21,6 +21,7 @@ The tree::
     ├── JobNotRequeueable                      X_JOB_NOT_REQUEUEABLE
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
+    ├── OutboxNoTransaction                    X_OUTBOX_NO_TRANSACTION
     ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
     └── InvariantViolated                      X_INVARIANT
 
@@ -155,6 +156,12 @@ class PauseInvalid(JobsError, ValueError):
     """A pause must name a scope (queue, job or task) and a non-empty target."""
 
     code = "X_PAUSE_INVALID"
+
+
+class OutboxNoTransaction(JobsError):
+    """A staged enqueue needs a transaction to hold it, and none is open."""
+
+    code = "X_OUTBOX_NO_TRANSACTION"
 
 
 class DriverUnavailable(JobsError):

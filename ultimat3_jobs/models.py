@@ -198,3 +198,52 @@ class JobCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.period} {self.bucket:%Y-%m-%d %H:%M}"
+
+
+class OutboxEntry(models.Model):
+    """A job staged inside the caller's transaction, for the relay to publish after commit.
+
+    Lives in the caller's own database; its id is the job's id, so a staged enqueue answers the
+    real id and a repeated publish is answered ``deduped``."""
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    name = models.CharField(max_length=200)
+    queue = models.CharField(max_length=63)
+    priority = models.SmallIntegerField(default=0, db_default=0)
+    run_at = models.DateTimeField()
+    input = models.JSONField()
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    tenant_id = models.CharField(max_length=200, null=True, blank=True)
+    enqueued_by = models.CharField(max_length=200, null=True, blank=True)
+    max_attempts = models.IntegerField(default=3, db_default=3)
+    lease_seconds = models.IntegerField(null=True, blank=True)
+    traceparent = models.CharField(max_length=55, null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    relay_id = models.CharField(max_length=200, null=True, blank=True)
+    relay_lease_expires_at = models.DateTimeField(null=True, blank=True)
+    publish_attempts = models.IntegerField(default=0, db_default=0)
+    last_error = models.TextField(blank=True, default="", db_default="")
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RawStatementManager()
+
+    class Meta:
+        db_table = "x_outbox"
+        ordering = ("created_at",)
+        indexes = (
+            # The relay's claim: unpublished rows, oldest first.
+            models.Index(
+                fields=("created_at", "id"),
+                name="x_outbox_pending",
+                condition=Q(published_at__isnull=True),
+            ),
+            # The retention sweep: published rows by when they were published.
+            models.Index(
+                fields=("published_at",),
+                name="x_outbox_published",
+                condition=Q(published_at__isnull=False),
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.id} ({'published' if self.published_at else 'staged'})"

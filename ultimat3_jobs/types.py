@@ -35,7 +35,8 @@ PRIORITY_MAX = 100
 PRIORITY_DEFAULT = 0
 """Priorities run from -100 to 100; a larger number is claimed sooner (Django's convention)."""
 
-EnqueueStatus = Literal["created", "deduped"]
+EnqueueStatus = Literal["created", "deduped", "staged"]
+PublishMode = Literal["on-commit", "now", "staged"]
 OnConflict = Literal["dedupe", "error"]
 NackAction = Literal["retry", "fail", "drop"]
 PauseScope = Literal["queue", "job", "task"]
@@ -95,8 +96,9 @@ class EnqueueRequest:
 
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
-    """What an enqueue answers: the job's id, and whether this call ``created`` it or found a
-    live job with the same idempotency key (``deduped``; ``id`` is then the live job's id)."""
+    """What an enqueue answers: the job's id, and whether this call ``created`` it, found a
+    live job with the same idempotency key (``deduped``; ``id`` is then the live job's id), or
+    ``staged`` it in the outbox, to be published (or deduped) once the transaction commits."""
 
     id: uuid.UUID
     status: EnqueueStatus
@@ -108,6 +110,10 @@ class EnqueueResult:
     @property
     def deduped(self) -> bool:
         return self.status == "deduped"
+
+    @property
+    def staged(self) -> bool:
+        return self.status == "staged"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -88,6 +88,26 @@ PARAMS: dict[str, dict[str, Any]] = {
     },
     "worker_list": {},
     "worker_remove": {"id": "w"},
+    "outbox_stage_many": {
+        "ids": [B],
+        "names": ["tests.echo"],
+        "queues": ["default"],
+        "priorities": [0],
+        "run_ats": [None],
+        "delays": [None],
+        "inputs": ["{}"],
+        "keys": [None],
+        "tenants": [None],
+        "enqueued_bys": [None],
+        "max_attempts": [3],
+        "lease_seconds": [None],
+        "traceparents": [None],
+        "notify": True,
+    },
+    "outbox_claim": {"relay_id": "r", "limit": 10, "lease_seconds": 30.0},
+    "outbox_mark_published": {"relay_id": "r", "ids": [B]},
+    "outbox_record_failure": {"relay_id": "r", "id": B, "error": "e", "retry_seconds": 1.0},
+    "outbox_purge_published": {"retention_seconds": 0.0, "limit": 10},
 }
 
 

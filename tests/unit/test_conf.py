@@ -44,6 +44,10 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("TIMEOUT_GRACE_SECONDS", "5", "ultimat3_jobs.E038", "a finite number"),
     ("ACK_FLUSH_SECONDS", 2, "ultimat3_jobs.E039", "from 0 to 1"),
     ("PROGRESS_INTERVAL_SECONDS", -0.1, "ultimat3_jobs.E040", "from 0 to 3600"),
+    ("OUTBOX_DATABASE", "nope", "ultimat3_jobs.E041", "must name an alias of settings.DATABASES"),
+    ("OUTBOX_RETENTION_SECONDS", -5, "ultimat3_jobs.E042", "from 0 to 7776000"),
+    ("RELAY_BATCH_SIZE", 1001, "ultimat3_jobs.E043", "an integer from 1 to 1000"),
+    ("RELAY_LEASE_SECONDS", 0, "ultimat3_jobs.E044", "from 1 to 3600"),
 ]
 
 

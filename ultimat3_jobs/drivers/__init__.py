@@ -12,7 +12,7 @@ import threading
 from django.utils.module_loading import import_string
 
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.drivers.base import JobDriver, OutboxStore
 from ultimat3_jobs.errors import JobsConfigurationError
 
 _lock = threading.Lock()
@@ -45,9 +45,27 @@ def get_driver() -> JobDriver:
         return driver
 
 
+OUTBOX_STORE_PATH = "ultimat3_jobs.drivers.postgres.outbox.PostgresOutbox"
+_outboxes: dict[str, OutboxStore] = {}
+
+
+def get_outbox() -> OutboxStore:
+    """The outbox on ``ULTIMAT3_JOBS['OUTBOX_DATABASE']`` (PostgreSQL), built once."""
+    alias = get_settings().outbox_database
+    with _lock:
+        outbox = _outboxes.get(alias)
+        if outbox is None:
+            outbox = import_string(OUTBOX_STORE_PATH)(database=alias)
+            _outboxes[alias] = outbox
+        return outbox
+
+
 def reset_drivers() -> None:
-    """Forget built drivers (on ``setting_changed``, and between tests)."""
+    """Forget built drivers and outboxes (on ``setting_changed``, and between tests)."""
     with _lock:
         for driver in _drivers.values():
             driver.close()
+        for outbox in _outboxes.values():
+            outbox.close()
         _drivers.clear()
+        _outboxes.clear()

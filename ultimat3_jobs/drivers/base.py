@@ -251,6 +251,13 @@ class JobDriver(abc.ABC):
     def worker_remove(self, *, worker_id: str) -> bool:
         """Forget a worker (it stopped). Answers whether it had a row."""
 
+    def commits_with(self, database: str) -> bool:
+        """Whether an enqueue inside ``transaction.atomic(using=database)`` commits or rolls
+        back with that transaction, so it needs no outbox. True for the PostgreSQL driver on
+        that alias; the memory driver answers True as well (it keeps nothing beyond the
+        process, so staging would buy nothing)."""
+        return True
+
     def queue_pause(self, *, queue: str, paused_by: str = "", reason: str = "") -> bool:
         """Pause a queue: its jobs stay queued until :meth:`queue_resume`."""
         return self.pause_add(scope="queue", target=queue, paused_by=paused_by, reason=reason)
@@ -274,3 +281,46 @@ def describe(driver: JobDriver) -> dict[str, Any]:
         "database": driver.database,
         "enqueue_joins_transaction": driver.enqueue_joins_transaction,
     }
+
+
+class OutboxStore(abc.ABC):
+    """Where enqueues wait for their transaction to commit (``x_outbox`` in the caller's own
+    database), and what the relay reads. Methods follow the driver's naming and rules."""
+
+    database: str
+
+    @abc.abstractmethod
+    def outbox_stage_many(self, *, requests: Sequence[EnqueueRequest], notify: bool) -> None:
+        """Stage jobs on the caller's connection, inside its transaction, one write per
+        :data:`ENQUEUE_CHUNK`; ``notify`` wakes the relay at commit."""
+
+    @abc.abstractmethod
+    def outbox_claim(
+        self, *, relay_id: str, limit: int, lease_seconds: float
+    ) -> list[EnqueueRequest]:
+        """Take up to ``limit`` unpublished rows, oldest first, under a lease: rows another
+        relay holds are skipped; a row whose lease ended is taken again."""
+
+    @abc.abstractmethod
+    def outbox_mark_published(self, *, relay_id: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        """Mark rows published, fenced by ``relay_id``. Answers the ids that were marked."""
+
+    @abc.abstractmethod
+    def outbox_record_failure(
+        self, *, relay_id: str, job_id: uuid.UUID, error: str, retry_seconds: float
+    ) -> bool:
+        """Count a failed publish of one row, keep its error, retry it after a pause."""
+
+    @abc.abstractmethod
+    def outbox_purge_published(self, *, retention_seconds: float, limit: int) -> int:
+        """Delete up to ``limit`` rows published more than ``retention_seconds`` ago."""
+
+    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+        """Call ``on_wake`` when a staging transaction commits; None when there is no wake."""
+        return None
+
+    def reset_connection(self) -> None:  # noqa: B027 -- optional
+        """Drop the calling thread's connection after an error."""
+
+    def close(self) -> None:  # noqa: B027 -- optional
+        """Release what the store holds."""

@@ -12,7 +12,8 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers import get_driver, get_outbox
+from ultimat3_jobs.outbox.relay import Relay, RelayConfig
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.loop import Worker
 
@@ -21,17 +22,30 @@ logger = logging.getLogger("ultimat3_jobs.worker")
 RESTART_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 5.0)
 
 
-def run_worker(config: WorkerConfig) -> int:
-    """Run one worker until it stops; SIGTERM/SIGINT drain it, a second one stops it now."""
+def run_worker(config: WorkerConfig, *, relay: RelayConfig | None = None) -> int:
+    """Run one worker until it stops; SIGTERM/SIGINT drain it, a second one stops it now.
+    With ``relay``, an outbox relay runs beside it in this process and stops with it."""
     worker = Worker(get_driver(), config)
+    beside = Relay(get_outbox(), get_driver(), relay) if relay is not None else None
+    relay_thread = (
+        threading.Thread(target=beside.run, name="jobs-relay", daemon=True) if beside else None
+    )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        worker.request_stop(reason=f"{signal.Signals(signum).name} received")
+        reason = f"{signal.Signals(signum).name} received"
+        worker.request_stop(reason=reason)
+        if beside is not None:
+            beside.request_stop(reason=reason)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
+        if relay_thread is not None:
+            relay_thread.start()
         code = worker.run()
     finally:
+        if beside is not None and relay_thread is not None:
+            beside.request_stop(reason="the worker stopped")
+            relay_thread.join(timeout=30)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if any(
@@ -42,6 +56,21 @@ def run_worker(config: WorkerConfig) -> int:
         logging.shutdown()
         os._exit(code)
     return code
+
+
+def run_relay(config: RelayConfig) -> int:
+    """Run the outbox relay until SIGTERM/SIGINT."""
+    relay = Relay(get_outbox(), get_driver(), config)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        relay.request_stop(reason=f"{signal.Signals(signum).name} received")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return relay.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: bool) -> int:

@@ -435,6 +435,9 @@ class PostgresDriver(JobDriver):
     def worker_remove(self, *, worker_id: str) -> bool:
         return bool(self._workers.run("worker_remove", {"id": worker_id}))
 
+    def commits_with(self, database: str) -> bool:
+        return database == self._jobs.db
+
     def reset_connection(self) -> None:
         """Close this thread's connection to the alias; Django opens a fresh one on the next
         statement (after ``pg_terminate_backend``, a restart, a network cut)."""

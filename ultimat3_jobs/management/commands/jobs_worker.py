@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ultimat3_jobs.outbox.relay import RelayConfig
 from ultimat3_jobs.worker.config import WorkerConfig, default_worker_id
 from ultimat3_jobs.worker.run import child_argv, run_worker, supervise
 
@@ -64,7 +65,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        _configure_logging(options["log_level"])
+        configure_logging(options["log_level"])
         queues = None
         if options["queues"]:
             queues = tuple(q.strip() for q in options["queues"].split(",") if q.strip())
@@ -87,12 +88,13 @@ class Command(BaseCommand):
                 max_jobs=options["max_jobs"],
                 max_memory_mb=options["max_memory"],
             )
-            code = run_worker(config)
+            relay = RelayConfig.from_settings() if options["with_relay"] else None
+            code = run_worker(config, relay=relay)
         if code:
             raise SystemExit(code)
 
 
-def _configure_logging(level: str) -> None:
+def configure_logging(level: str) -> None:
     logger = logging.getLogger("ultimat3_jobs")
     logger.setLevel(level)
     if not logger.handlers and not logging.getLogger().handlers:

@@ -1,0 +1,124 @@
+"""``PostgresOutbox``: ``x_outbox`` in the caller's own PostgreSQL database.
+
+Staging runs on Django's connection for that alias, so a staged job commits or rolls back with
+the caller's transaction; the relay claims, publishes and marks through the same statements.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+
+from django.db import DatabaseError, connections
+
+from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK, OutboxStore, WakeSubscription
+from ultimat3_jobs.drivers.postgres.driver import WakeThrottle, _as_uuid
+from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.models import OutboxEntry
+from ultimat3_jobs.types import EnqueueRequest
+
+OUTBOX_CHANNEL = "ultimat3_jobs_outbox"
+_STAGE_SLOT = "outbox"
+
+
+class PostgresOutbox(OutboxStore):
+    """The outbox on the PostgreSQL database of a Django alias."""
+
+    def __init__(self, *, database: str = "default") -> None:
+        self.database = database
+        self._rows = OutboxEntry.objects.db_manager(database)
+        self._throttle = WakeThrottle()
+        self._listeners: list[QueueListener] = []
+        self._lock = threading.Lock()
+
+    def outbox_stage_many(self, *, requests: Sequence[EnqueueRequest], notify: bool) -> None:
+        for start in range(0, len(requests), ENQUEUE_CHUNK):
+            chunk = requests[start : start + ENQUEUE_CHUNK]
+            self._rows.run(
+                "outbox_stage_many",
+                {
+                    "ids": [r.id for r in chunk],
+                    "names": [r.name for r in chunk],
+                    "queues": [r.queue for r in chunk],
+                    "priorities": [r.priority for r in chunk],
+                    "run_ats": [r.run_at for r in chunk],
+                    "delays": [r.delay_seconds for r in chunk],
+                    "inputs": [r.input_json for r in chunk],
+                    "keys": [r.idempotency_key for r in chunk],
+                    "tenants": [r.tenant_id for r in chunk],
+                    "enqueued_bys": [r.enqueued_by for r in chunk],
+                    "max_attempts": [r.max_attempts for r in chunk],
+                    "lease_seconds": [r.lease_seconds for r in chunk],
+                    "traceparents": [r.traceparent for r in chunk],
+                    "notify": notify and bool(self._throttle.allow([_STAGE_SLOT])),
+                },
+            )
+
+    def outbox_claim(
+        self, *, relay_id: str, limit: int, lease_seconds: float
+    ) -> list[EnqueueRequest]:
+        rows = self._rows.run(
+            "outbox_claim",
+            {"relay_id": relay_id, "limit": limit, "lease_seconds": float(lease_seconds)},
+        )
+        rows.sort(key=lambda row: (row[12], row[0]))
+        return [
+            EnqueueRequest(
+                id=_as_uuid(row[0]),
+                name=row[1],
+                queue=row[2],
+                priority=row[3],
+                run_at=row[4],
+                input_json=row[5],
+                idempotency_key=row[6],
+                tenant_id=row[7],
+                enqueued_by=row[8],
+                max_attempts=row[9],
+                lease_seconds=row[10],
+                traceparent=row[11],
+            )
+            for row in rows
+        ]
+
+    def outbox_mark_published(self, *, relay_id: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        if not ids:
+            return set()
+        rows = self._rows.run("outbox_mark_published", {"relay_id": relay_id, "ids": list(ids)})
+        return {_as_uuid(row[0]) for row in rows}
+
+    def outbox_record_failure(
+        self, *, relay_id: str, job_id: uuid.UUID, error: str, retry_seconds: float
+    ) -> bool:
+        params = {
+            "relay_id": relay_id,
+            "id": job_id,
+            "error": error[:2000],
+            "retry_seconds": float(retry_seconds),
+        }
+        return bool(self._rows.run("outbox_record_failure", params))
+
+    def outbox_purge_published(self, *, retention_seconds: float, limit: int) -> int:
+        rows = self._rows.run(
+            "outbox_purge_published",
+            {"retention_seconds": float(retention_seconds), "limit": limit},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+        listener = QueueListener(database=self._rows.db, channel=OUTBOX_CHANNEL, on_wake=on_wake)
+        with self._lock:
+            self._listeners.append(listener)
+        listener.start()
+        return listener
+
+    def reset_connection(self) -> None:
+        with contextlib.suppress(DatabaseError):
+            connections[self._rows.db].close()
+
+    def close(self) -> None:
+        with self._lock:
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener.close()
