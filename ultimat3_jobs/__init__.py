@@ -20,7 +20,7 @@ from ultimat3_jobs.types import EnqueueResult, JobState
 if TYPE_CHECKING:
     from ultimat3_jobs.client import enqueue_by_name as enqueue
     from ultimat3_jobs.context import JobContext
-    from ultimat3_jobs.definitions import JobHandle, Retry, job
+    from ultimat3_jobs.definitions import JobHandle, Retry, job, task
 
 __all__ = [
     "EnqueueResult",
@@ -31,10 +31,12 @@ __all__ = [
     "Terminal",
     "enqueue",
     "job",
+    "task",
 ]
 
 _LAZY = {
     "job": ("ultimat3_jobs.definitions", "job"),
+    "task": ("ultimat3_jobs.definitions", "task"),
     "Retry": ("ultimat3_jobs.definitions", "Retry"),
     "JobHandle": ("ultimat3_jobs.definitions", "JobHandle"),
     "JobContext": ("ultimat3_jobs.context", "JobContext"),

@@ -49,6 +49,8 @@ OUTBOX_DATABASE_DEFAULT = "default"
 OUTBOX_RETENTION_SECONDS_DEFAULT = 86400.0
 RELAY_BATCH_SIZE_DEFAULT = 500
 RELAY_LEASE_SECONDS_DEFAULT = 60.0
+SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
+SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 60.0
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -86,6 +88,8 @@ class Settings:
     outbox_retention_seconds: float = OUTBOX_RETENTION_SECONDS_DEFAULT
     relay_batch_size: int = RELAY_BATCH_SIZE_DEFAULT
     relay_lease_seconds: float = RELAY_LEASE_SECONDS_DEFAULT
+    scheduler_lease_seconds: float = SCHEDULER_LEASE_SECONDS_DEFAULT
+    scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -201,6 +205,12 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ),
     ("RELAY_BATCH_SIZE", "ultimat3_jobs.E043", number(minimum=1, maximum=1000, integer=True)),
     ("RELAY_LEASE_SECONDS", "ultimat3_jobs.E044", number(minimum=1, maximum=3600)),
+    ("SCHEDULER_LEASE_SECONDS", "ultimat3_jobs.E045", number(minimum=1, maximum=3600)),
+    (
+        "SCHEDULER_MISSED_AFTER_SECONDS",
+        "ultimat3_jobs.E046",
+        number(minimum=0, maximum=86400),
+    ),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -219,6 +229,8 @@ FLOAT_KEYS = (
     "progress_interval_seconds",
     "outbox_retention_seconds",
     "relay_lease_seconds",
+    "scheduler_lease_seconds",
+    "scheduler_missed_after_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobDeclarationInvalid, JobTenantRequired
+from ultimat3_jobs.schedule import MAX_CATCH_UP_DEFAULT, CatchUp, Schedule
 from ultimat3_jobs.types import (
     JOB_NAME_PATTERN,
     PRIORITY_DEFAULT,
@@ -132,6 +133,8 @@ class JobDefinition:
     sensitive: frozenset[str] = frozenset()
     is_async: bool = False
     signature: inspect.Signature | None = None
+    schedule: Schedule | None = None
+    """Set for a task: the scheduler fires it on this cron schedule."""
 
     @property
     def location(self) -> str:
@@ -239,6 +242,37 @@ def job(
     after the job ends for good. Declaring registers the job; a duplicate name is refused.
     """
 
+    return _declarer(
+        fn,
+        name=name,
+        queue=queue,
+        priority=priority,
+        retry=retry,
+        timeout=timeout,
+        lease_seconds=lease_seconds,
+        tenant=tenant,
+        dead_letter=dead_letter,
+        on_settled=on_settled,
+        sensitive=sensitive,
+        schedule=None,
+    )
+
+
+def _declarer(
+    fn: Callable[..., Any] | None,
+    *,
+    name: str | None,
+    queue: str | None,
+    priority: int,
+    retry: Retry | None,
+    timeout: float | timedelta | None,
+    lease_seconds: int | None,
+    tenant: TenantRule,
+    dead_letter: bool,
+    on_settled: SettledHook | None,
+    sensitive: Iterable[str],
+    schedule: Schedule | None,
+) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
     def declare(body: Callable[..., Any]) -> JobHandle:
         from ultimat3_jobs.registry import registry
 
@@ -282,8 +316,11 @@ def job(
             sensitive=frozenset(fields),
             is_async=inspect.iscoroutinefunction(body),
             signature=signature,
+            schedule=schedule,
         )
         _check_declaration(definition)
+        if schedule is not None:
+            schedule.check(job_name)
         if signature is not None and not signature.parameters:
             raise _refuse(
                 job_name, "body", "must take the job context as its first parameter", str(signature)
@@ -418,3 +455,77 @@ class JobHandle:
 
     def tenant_for(self, input: Mapping[str, Any]) -> str | None:
         return self.definition.tenant_for(input)
+
+
+def task(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    cron: str = UNSET,
+    tz: str = UNSET,
+    catch_up: CatchUp = "skip",
+    max_catch_up: int = MAX_CATCH_UP_DEFAULT,
+    name: str | None = None,
+    queue: str | None = None,
+    priority: int = PRIORITY_DEFAULT,
+    retry: Retry | None = None,
+    timeout: float | timedelta | None = None,
+    lease_seconds: int | None = None,
+    tenant: TenantRule = UNSET,
+    dead_letter: bool = True,
+    on_settled: SettledHook | None = None,
+) -> Any:
+    """Declare a cron task: a job the scheduler fires on ``cron`` in the time zone ``tz``
+    (both required)::
+
+        @task(cron="0 3 * * *", tz="Europe/Paris", catch_up="run-once", tenant="none")
+        def nightly_report(ctx) -> None: ...
+
+    Every ``@job`` option applies. The body takes only the context. An occurrence fires once
+    across any number of schedulers; ``catch_up`` says what happens to occurrences missed
+    while none ran (see :class:`~ultimat3_jobs.schedule.Schedule`). A task can also be
+    enqueued by hand like any job.
+    """
+    label = name or (f"{fn.__module__}.{fn.__qualname__}" if fn is not None else "task")
+    if cron is UNSET or tz is UNSET:
+        missing = " and ".join(n for n, v in (("cron", cron), ("tz", tz)) if v is UNSET)
+        raise JobDeclarationInvalid(
+            f"task {label!r}: {missing} required (for example cron='0 3 * * *', tz='Europe/Paris')"
+        )
+    schedule = Schedule(cron=cron, tz=tz, catch_up=catch_up, max_catch_up=max_catch_up)
+    declarer = _declarer(
+        None,
+        name=name,
+        queue=queue,
+        priority=priority,
+        retry=retry,
+        timeout=timeout,
+        lease_seconds=lease_seconds,
+        tenant=tenant,
+        dead_letter=dead_letter,
+        on_settled=on_settled,
+        sensitive=(),
+        schedule=schedule,
+    )
+
+    assert callable(declarer) and not isinstance(declarer, JobHandle)
+
+    def declare_task(body: Callable[..., Any]) -> JobHandle:
+        handle = declarer(body)
+        signature = handle.definition.signature
+        if signature is not None:
+            try:
+                signature.bind(None)
+            except TypeError:
+                from ultimat3_jobs.registry import registry
+
+                registry.unregister(handle.name)
+                raise JobDeclarationInvalid(
+                    f"task {handle.name!r}: its body must take only the job context (a fired "
+                    f"task has no input); got {signature}"
+                ) from None
+        return handle
+
+    if fn is not None:
+        return declare_task(fn)
+    return declare_task

@@ -247,3 +247,42 @@ class OutboxEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.id} ({'published' if self.published_at else 'staged'})"
+
+
+class SchedulerTask(models.Model):
+    """Per cron task: the last occurrence dealt with (the watermark, fired or skipped) and the
+    last one that dispatched a job. An occurrence fires in one statement fenced by the
+    watermark, so no occurrence fires twice."""
+
+    name = models.CharField(max_length=200, primary_key=True)
+    watermark = models.DateTimeField()
+    last_fire_at = models.DateTimeField(null=True, blank=True)
+    last_job_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+
+    objects = RawStatementManager()
+
+    class Meta:
+        db_table = "x_scheduler_tasks"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SchedulerLeader(models.Model):
+    """The scheduler's leader lease: who holds it, until when, and its epoch (bumped on every
+    change of holder, so a fire can be fenced by it)."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    holder = models.CharField(max_length=200)
+    epoch = models.BigIntegerField(default=1, db_default=1)
+    expires_at = models.DateTimeField()
+
+    objects = RawStatementManager()
+
+    class Meta:
+        db_table = "x_scheduler_leaders"
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.holder}"

@@ -57,6 +57,10 @@ class Registry:
         """Every declared job, by name."""
         return [self._handles[name].definition for name in sorted(self._handles)]
 
+    def tasks(self) -> list[JobDefinition]:
+        """Every declared cron task, by name."""
+        return [d for d in self.definitions() if d.schedule is not None]
+
     def __contains__(self, name: object) -> bool:
         return name in self._handles
 

@@ -227,6 +227,35 @@ class WorkerRecord:
     expires_at: datetime
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskState:
+    """A cron task's durable state: the last occurrence dealt with (fired or skipped), and the
+    last one that dispatched a job."""
+
+    name: str
+    watermark: datetime
+    last_fire_at: datetime | None
+    last_job_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Leadership:
+    """A held leader lease: the epoch fences every fire made under it."""
+
+    epoch: int
+    expires_at: datetime
+    store_now: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FireResult:
+    """What one occurrence's statement did: whether the watermark moved (False: another
+    scheduler dealt with it, or the lease was lost) and the job it inserted, if any."""
+
+    moved: bool
+    job_id: uuid.UUID | None
+
+
 QUEUE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}"
 """A queue name: 1-63 characters, letters, digits and ``_ . : -``, not starting with a sign.
 It travels as a NOTIFY payload and an identifier in logs and metrics labels."""

@@ -108,6 +108,19 @@ PARAMS: dict[str, dict[str, Any]] = {
     "outbox_mark_published": {"relay_id": "r", "ids": [B]},
     "outbox_record_failure": {"relay_id": "r", "id": B, "error": "e", "retry_seconds": 1.0},
     "outbox_purge_published": {"retention_seconds": 0.0, "limit": 10},
+    "scheduler_task_sync": {"names": ["tests.every_second"]},
+    "scheduler_fire": {
+        **ENQUEUE,
+        "task": "tests.every_second",
+        "old_watermark": "2026-01-01T00:00:00+00:00",
+        "occurrence": "2026-01-01T00:00:01+00:00",
+        "dispatch": True,
+        "leader": "scheduler",
+        "holder": "h",
+        "epoch": 1,
+    },
+    "leader_attempt_elect": {"name": "scheduler", "holder": "h", "ttl_seconds": 5.0},
+    "leader_resign": {"name": "scheduler", "holder": "h"},
 }
 
 

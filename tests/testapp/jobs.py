@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from ultimat3_jobs import Retry, Terminal, job
+from ultimat3_jobs import Retry, Terminal, job, task
 from ultimat3_jobs.context import current_tenant
 
 
@@ -141,3 +141,19 @@ def exit_hard(ctx: Any) -> None:
     """Kills its own process: a poison job."""
     _effect(ctx)
     os._exit(1)
+
+
+@task(name="tests.every_second", cron="* * * * * *", tz="UTC", tenant="none")
+def every_second(ctx: Any) -> None:
+    """Fires every second while a scheduler leads."""
+
+
+@task(
+    name="tests.paris_daily",
+    cron="30 2 * * *",
+    tz="Europe/Paris",
+    catch_up="run-once",
+    tenant="none",
+)
+def paris_daily(ctx: Any) -> None:
+    """Fires at 02:30 Paris time, a time that does not exist once a year."""

@@ -48,6 +48,8 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("OUTBOX_RETENTION_SECONDS", -5, "ultimat3_jobs.E042", "from 0 to 7776000"),
     ("RELAY_BATCH_SIZE", 1001, "ultimat3_jobs.E043", "an integer from 1 to 1000"),
     ("RELAY_LEASE_SECONDS", 0, "ultimat3_jobs.E044", "from 1 to 3600"),
+    ("SCHEDULER_LEASE_SECONDS", 0.5, "ultimat3_jobs.E045", "from 1 to 3600"),
+    ("SCHEDULER_MISSED_AFTER_SECONDS", -1, "ultimat3_jobs.E046", "from 0 to 86400"),
 ]
 
 

@@ -21,6 +21,7 @@ import abc
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from ultimat3_jobs.errors import JobClaimQueuesEmpty, PauseInvalid
@@ -31,11 +32,14 @@ from ultimat3_jobs.types import (
     ClaimedJob,
     EnqueueRequest,
     EnqueueResult,
+    FireResult,
     JobRecord,
+    Leadership,
     NackAction,
     Pause,
     PauseScope,
     RescuedJob,
+    TaskState,
     WorkerRecord,
 )
 
@@ -218,6 +222,43 @@ class JobDriver(abc.ABC):
     def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
         """Per queue, how many jobs are ready to claim now, counted up to
         :data:`QUEUE_DEMAND_ROWS`; 0 for a paused queue."""
+
+    # -- the scheduler ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def leader_attempt_elect(
+        self, *, name: str, holder: str, ttl_seconds: float
+    ) -> Leadership | None:
+        """Take the lease ``name`` when it is free or expired, or renew it when ``holder``
+        already has it, until ``ttl_seconds`` from now. The epoch moves when the holder
+        changes. ``None``: another holder's lease is live."""
+
+    @abc.abstractmethod
+    def leader_resign(self, *, name: str, holder: str) -> bool:
+        """Let the lease go now (a stopping leader). Answers whether ``holder`` had it."""
+
+    @abc.abstractmethod
+    def scheduler_fire(
+        self,
+        *,
+        task: str,
+        old_watermark: datetime,
+        occurrence: datetime,
+        dispatch: bool,
+        request: EnqueueRequest,
+        leader: str,
+        holder: str,
+        epoch: int,
+    ) -> FireResult:
+        """Deal with one occurrence in one write: move ``task``'s watermark from
+        ``old_watermark`` to ``occurrence`` only while ``holder`` leads ``leader`` at
+        ``epoch``, and, when ``dispatch``, insert ``request`` (due now) only where the
+        watermark moved."""
+
+    @abc.abstractmethod
+    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+        """The state of each named task; a task never seen before starts with its watermark
+        at now, so it never replays its history."""
 
     # -- wake and the worker registry ------------------------------------------------------
 

@@ -40,12 +40,15 @@ from ultimat3_jobs.types import (
     ClaimedJob,
     EnqueueRequest,
     EnqueueResult,
+    FireResult,
     JobRecord,
     JobState,
+    Leadership,
     NackAction,
     Pause,
     PauseScope,
     RescuedJob,
+    TaskState,
     WorkerRecord,
 )
 
@@ -206,6 +209,8 @@ class MemoryDriver(JobDriver):
         self._pause_seq = 0
         self._counters: dict[CounterKey, dict[str, int]] = {}
         self._workers: dict[str, WorkerRecord] = {}
+        self._tasks: dict[str, TaskState] = {}
+        self._leaders: dict[str, tuple[str, int, datetime]] = {}
         self._wakes: list[MemoryWake] = []
 
     # -- the store's clock and test support ---------------------------------------------------
@@ -231,6 +236,8 @@ class MemoryDriver(JobDriver):
             self._pause_seq = 0
             self._counters.clear()
             self._workers.clear()
+            self._tasks.clear()
+            self._leaders.clear()
 
     def counter_snapshot(self) -> dict[CounterKey, dict[str, int]]:
         """The settle counters as ``{(name, period, bucket): {column: count}}``, one entry per
@@ -600,6 +607,75 @@ class MemoryDriver(JobDriver):
             self._promote(queue, now)
             demand[queue] = min(self._ready_count.get(queue, 0), QUEUE_DEMAND_ROWS)
         return demand
+
+    # -- the scheduler ----------------------------------------------------------------------
+
+    def leader_attempt_elect(
+        self, *, name: str, holder: str, ttl_seconds: float
+    ) -> Leadership | None:
+        with self._lock:
+            now = self.now()
+            current = self._leaders.get(name)
+            if current is not None and current[0] != holder and current[2] >= now:
+                return None
+            epoch = 1 if current is None else current[1] + (current[0] != holder)
+            expires_at = now + timedelta(seconds=float(ttl_seconds))
+            self._leaders[name] = (holder, epoch, expires_at)
+            return Leadership(epoch=epoch, expires_at=expires_at, store_now=now)
+
+    def leader_resign(self, *, name: str, holder: str) -> bool:
+        with self._lock:
+            current = self._leaders.get(name)
+            if current is None or current[0] != holder:
+                return False
+            self._leaders[name] = (holder, current[1], self.now() - timedelta(seconds=1))
+            return True
+
+    def scheduler_fire(
+        self,
+        *,
+        task: str,
+        old_watermark: datetime,
+        occurrence: datetime,
+        dispatch: bool,
+        request: EnqueueRequest,
+        leader: str,
+        holder: str,
+        epoch: int,
+    ) -> FireResult:
+        self._check_request(request)
+        with self._lock:
+            now = self.now()
+            lease = self._leaders.get(leader)
+            state = self._tasks.get(task)
+            leading = lease is not None and lease[0] == holder and lease[1] == epoch
+            if not leading or lease is None or lease[2] <= now:
+                return FireResult(moved=False, job_id=None)
+            if state is None or state.watermark != old_watermark:
+                return FireResult(moved=False, job_id=None)
+            job_id: uuid.UUID | None = None
+            if dispatch:
+                due_now = replace(request, run_at=now, delay_seconds=None)
+                result = self._enqueue(due_now, now)
+                job_id = result.id if result.created else None
+            self._tasks[task] = TaskState(
+                name=task,
+                watermark=occurrence,
+                last_fire_at=occurrence if dispatch else state.last_fire_at,
+                last_job_id=request.id if dispatch else state.last_job_id,
+            )
+        if job_id is not None:
+            self._wake([request], [EnqueueResult(job_id, "created")])
+        return FireResult(moved=True, job_id=job_id)
+
+    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+        with self._lock:
+            now = self.now()
+            for name in names:
+                self._tasks.setdefault(
+                    name, TaskState(name=name, watermark=now, last_fire_at=None, last_job_id=None)
+                )
+            return {name: self._tasks[name] for name in names}
 
     # -- wake and the worker registry ------------------------------------------------------
 

@@ -11,9 +11,11 @@ import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import Protocol
 
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.outbox.relay import Relay, RelayConfig
+from ultimat3_jobs.scheduler.scheduler import Scheduler, SchedulerConfig
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.loop import Worker
 
@@ -22,30 +24,52 @@ logger = logging.getLogger("ultimat3_jobs.worker")
 RESTART_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 5.0)
 
 
-def run_worker(config: WorkerConfig, *, relay: RelayConfig | None = None) -> int:
+class Runner(Protocol):
+    """A loop that runs beside the worker in one process (the relay, the scheduler)."""
+
+    def run(self) -> int: ...
+
+    def request_stop(self, *, reason: str = ...) -> None: ...
+
+
+def run_worker(
+    config: WorkerConfig,
+    *,
+    relay: RelayConfig | None = None,
+    scheduler: SchedulerConfig | None = None,
+) -> int:
     """Run one worker until it stops; SIGTERM/SIGINT drain it, a second one stops it now.
-    With ``relay``, an outbox relay runs beside it in this process and stops with it."""
+    With ``relay`` and/or ``scheduler``, those loops run beside it in this process (on their
+    own threads) and stop with it."""
     worker = Worker(get_driver(), config)
-    beside = Relay(get_outbox(), get_driver(), relay) if relay is not None else None
-    relay_thread = (
-        threading.Thread(target=beside.run, name="jobs-relay", daemon=True) if beside else None
-    )
+    beside: list[Runner] = []
+    if relay is not None:
+        beside.append(Relay(get_outbox(), get_driver(), relay))
+    if scheduler is not None:
+        beside.append(Scheduler(get_driver(), scheduler))
+    threads = [
+        threading.Thread(
+            target=runner.run, name=f"jobs-{type(runner).__name__.lower()}", daemon=True
+        )
+        for runner in beside
+    ]
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         reason = f"{signal.Signals(signum).name} received"
         worker.request_stop(reason=reason)
-        if beside is not None:
-            beside.request_stop(reason=reason)
+        for runner in beside:
+            runner.request_stop(reason=reason)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        if relay_thread is not None:
-            relay_thread.start()
+        for thread in threads:
+            thread.start()
         code = worker.run()
     finally:
-        if beside is not None and relay_thread is not None:
-            beside.request_stop(reason="the worker stopped")
-            relay_thread.join(timeout=30)
+        for runner in beside:
+            runner.request_stop(reason="the worker stopped")
+        for thread in threads:
+            thread.join(timeout=30)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if any(
@@ -58,19 +82,28 @@ def run_worker(config: WorkerConfig, *, relay: RelayConfig | None = None) -> int
     return code
 
 
-def run_relay(config: RelayConfig) -> int:
-    """Run the outbox relay until SIGTERM/SIGINT."""
-    relay = Relay(get_outbox(), get_driver(), config)
+def run_alone(runner: Runner) -> int:
+    """Run the relay or the scheduler in this process until SIGTERM/SIGINT."""
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        relay.request_stop(reason=f"{signal.Signals(signum).name} received")
+        runner.request_stop(reason=f"{signal.Signals(signum).name} received")
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return relay.run()
+        return runner.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def run_relay(config: RelayConfig) -> int:
+    """Run the outbox relay until SIGTERM/SIGINT."""
+    return run_alone(Relay(get_outbox(), get_driver(), config))
+
+
+def run_scheduler(config: SchedulerConfig) -> int:
+    """Run a scheduler until SIGTERM/SIGINT."""
+    return run_alone(Scheduler(get_driver(), config))
 
 
 def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: bool) -> int:

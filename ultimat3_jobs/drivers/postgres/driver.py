@@ -14,6 +14,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, connections
@@ -30,7 +31,7 @@ from ultimat3_jobs.drivers.base import (
 )
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
-from ultimat3_jobs.models import Job, JobPause, JobWorker
+from ultimat3_jobs.models import Job, JobPause, JobWorker, SchedulerLeader, SchedulerTask
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
     AckItem,
@@ -38,12 +39,15 @@ from ultimat3_jobs.types import (
     ClaimedJob,
     EnqueueRequest,
     EnqueueResult,
+    FireResult,
     JobRecord,
     JobState,
+    Leadership,
     NackAction,
     Pause,
     PauseScope,
     RescuedJob,
+    TaskState,
     WorkerRecord,
 )
 
@@ -111,6 +115,8 @@ class PostgresDriver(JobDriver):
         self.database = database or "default"
         self._jobs = Job.objects.db_manager(self.database)
         self._pauses = JobPause.objects.db_manager(self.database)
+        self._tasks = SchedulerTask.objects.db_manager(self.database)
+        self._leaders = SchedulerLeader.objects.db_manager(self.database)
         self._workers = JobWorker.objects.db_manager(self.database)
         self._wake_throttle = WakeThrottle()
         self._listeners: weakref.WeakSet[QueueListener] = weakref.WeakSet()
@@ -434,6 +440,62 @@ class PostgresDriver(JobDriver):
 
     def worker_remove(self, *, worker_id: str) -> bool:
         return bool(self._workers.run("worker_remove", {"id": worker_id}))
+
+    # -- the scheduler ----------------------------------------------------------------------
+
+    def leader_attempt_elect(
+        self, *, name: str, holder: str, ttl_seconds: float
+    ) -> Leadership | None:
+        rows = self._leaders.run(
+            "leader_attempt_elect",
+            {"name": name, "holder": holder, "ttl_seconds": float(ttl_seconds)},
+        )
+        if not rows:
+            return None
+        epoch, expires_at, store_now = rows[0]
+        return Leadership(epoch=int(epoch), expires_at=expires_at, store_now=store_now)
+
+    def leader_resign(self, *, name: str, holder: str) -> bool:
+        return bool(self._leaders.run("leader_resign", {"name": name, "holder": holder}))
+
+    def scheduler_fire(
+        self,
+        *,
+        task: str,
+        old_watermark: datetime,
+        occurrence: datetime,
+        dispatch: bool,
+        request: EnqueueRequest,
+        leader: str,
+        holder: str,
+        epoch: int,
+    ) -> FireResult:
+        params = _enqueue_params(request)
+        params.update(
+            task=task,
+            old_watermark=old_watermark,
+            occurrence=occurrence,
+            dispatch=dispatch,
+            leader=leader,
+            holder=holder,
+            epoch=epoch,
+        )
+        moved, job_id, _ = self._tasks.run("scheduler_fire", params)[0]
+        return FireResult(moved=bool(moved), job_id=_as_uuid(job_id) if job_id else None)
+
+    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+        if not names:
+            return {}
+        rows = self._tasks.run("scheduler_task_sync", {"names": list(dict.fromkeys(names))})
+        return {
+            row[0]: TaskState(
+                name=row[0],
+                watermark=row[1],
+                last_fire_at=row[2],
+                last_job_id=_as_uuid(row[3]) if row[3] else None,
+            )
+            for row in rows
+        }
 
     def commits_with(self, database: str) -> bool:
         return database == self._jobs.db

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ultimat3_jobs.outbox.relay import RelayConfig
+from ultimat3_jobs.scheduler.scheduler import SchedulerConfig
 from ultimat3_jobs.worker.config import WorkerConfig, default_worker_id
 from ultimat3_jobs.worker.run import child_argv, run_worker, supervise
 
@@ -89,7 +90,8 @@ class Command(BaseCommand):
                 max_memory_mb=options["max_memory"],
             )
             relay = RelayConfig.from_settings() if options["with_relay"] else None
-            code = run_worker(config, relay=relay)
+            scheduler = SchedulerConfig.from_settings() if options["with_scheduler"] else None
+            code = run_worker(config, relay=relay, scheduler=scheduler)
         if code:
             raise SystemExit(code)
 

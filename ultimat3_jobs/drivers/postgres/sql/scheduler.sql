@@ -1,0 +1,66 @@
+-- name: scheduler_task_sync
+-- A task seen for the first time starts from now and never replays its history; a known task
+-- keeps its watermark. Answers every named task's state.
+with added as (
+    insert into x_scheduler_tasks (name, watermark)
+    select t.name, now() from unnest(%(names)s::text[]) as t(name)
+    on conflict (name) do nothing
+    returning name, watermark, last_fire_at, last_job_id
+)
+select name, watermark, last_fire_at, last_job_id from added
+union all
+select s.name, s.watermark, s.last_fire_at, s.last_job_id
+from x_scheduler_tasks s
+where s.name = any(%(names)s::text[])
+  and not exists (select 1 from added a where a.name = s.name)
+
+-- name: scheduler_fire
+-- One occurrence in ONE statement: the watermark moves from its old value (the fence) to the
+-- occurrence, only while the caller still holds the leader lease of this epoch, and the job is
+-- inserted only where the watermark moved (and only when the occurrence dispatches, not when a
+-- catch-up policy skips it). The job's idempotency key is the occurrence's.
+with held_lease as (
+    select 1 from x_scheduler_leaders
+    where name = %(leader)s and holder = %(holder)s and epoch = %(epoch)s and expires_at > now()
+), moved as (
+    update x_scheduler_tasks
+    set watermark = %(occurrence)s,
+        last_fire_at = case when %(dispatch)s then %(occurrence)s else last_fire_at end,
+        last_job_id = case when %(dispatch)s then %(id)s::uuid else last_job_id end,
+        updated_at = now()
+    where name = %(task)s and watermark = %(old_watermark)s and exists (select 1 from held_lease)
+    returning name
+), inserted as (
+    insert into x_jobs (
+        id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
+        max_attempts, lease_seconds, traceparent, created_at
+    )
+    select %(id)s, %(name)s, %(queue)s, %(priority)s, now(), %(input)s::jsonb,
+           %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s, %(max_attempts)s,
+           %(lease_seconds)s, null, now()
+    where %(dispatch)s and exists (select 1 from moved)
+    on conflict do nothing
+    returning id, queue
+)
+select (select count(*) from moved),
+       (select id from inserted),
+       (select pg_notify('ultimat3_jobs', i.queue) from inserted i)
+
+-- name: leader_attempt_elect
+-- Take the lease when it is free or expired, or renew it when we hold it; the epoch moves only
+-- when the holder changes. Answers nothing when another live holder has it.
+insert into x_scheduler_leaders as l (name, holder, expires_at, epoch)
+values (%(name)s, %(holder)s, now() + make_interval(secs => %(ttl_seconds)s), 1)
+on conflict (name) do update
+set holder = excluded.holder,
+    expires_at = excluded.expires_at,
+    epoch = case when l.holder = excluded.holder then l.epoch else l.epoch + 1 end
+where l.holder = excluded.holder or l.expires_at < now()
+returning epoch, expires_at, now()
+
+-- name: leader_resign
+-- A stopping leader lets go at once, so a follower need not wait for the lease to end.
+update x_scheduler_leaders
+set expires_at = now() - interval '1 second'
+where name = %(name)s and holder = %(holder)s
+returning name

@@ -1,0 +1,33 @@
+"""``manage.py jobs_scheduler``: fire cron tasks (the loop lives in
+``ultimat3_jobs.scheduler``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from ultimat3_jobs.management.commands.jobs_worker import configure_logging
+from ultimat3_jobs.scheduler.scheduler import SchedulerConfig
+from ultimat3_jobs.worker.run import run_scheduler
+
+
+class Command(BaseCommand):
+    help = "Fire cron tasks on their schedules; run several, one leads."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--scheduler-id", default=None, help="This scheduler's id (default: random)."
+        )
+        parser.add_argument(
+            "--log-level",
+            default="INFO",
+            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+            help="Level of the ultimat3_jobs loggers (default INFO).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        configure_logging(options["log_level"])
+        code = run_scheduler(SchedulerConfig.from_settings(scheduler_id=options["scheduler_id"]))
+        if code:
+            raise SystemExit(code)

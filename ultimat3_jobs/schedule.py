@@ -1,0 +1,114 @@
+"""Cron schedules in a time zone: which instants a task's occurrences fall on.
+
+Layer L3 (job model). Occurrences are computed on the local wall clock of the task's zone and
+then placed on the UTC timeline:
+
+* a local time that does not exist (the clock jumps forward over it) runs once, shifted forward
+  by the jump: a 02:30 occurrence on a night that skips 02:00-03:00 runs at 03:30;
+* a local time that happens twice (the clock falls back over it) runs once, at its first
+  occurrence.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from ultimat3_jobs.errors import JobDeclarationInvalid
+
+CatchUp = Literal["skip", "run-once", "all"]
+CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("skip", "run-once", "all")
+MAX_CATCH_UP_DEFAULT = 100
+MAX_CATCH_UP_LIMIT = 10_000
+SCAN_LIMIT = 1_000_000
+"""At most this many occurrences are walked to answer one question (a per-second task after a
+long outage); beyond it the oldest are treated as skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """``cron`` (5 fields, or 6 with seconds last) in the IANA zone ``tz``, with what to do
+    about occurrences missed while no scheduler ran: ``skip`` them, fire ``run-once`` for all
+    of them, or fire ``all`` of them (at most ``max_catch_up``, the most recent)."""
+
+    cron: str
+    tz: str
+    catch_up: CatchUp = "skip"
+    max_catch_up: int = MAX_CATCH_UP_DEFAULT
+
+    def check(self, task: str) -> None:
+        """Refuse a bad schedule, naming the task and what is wrong with it."""
+        if not isinstance(self.tz, str) or not self.tz:
+            raise JobDeclarationInvalid(
+                f"task {task!r}: tz must be an IANA time zone name such as 'Europe/Paris' or "
+                f"'UTC'; got {self.tz!r}"
+            )
+        try:
+            ZoneInfo(self.tz)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise JobDeclarationInvalid(
+                f"task {task!r}: tz {self.tz!r} is not a known time zone ({exc})"
+            ) from None
+        if not isinstance(self.cron, str) or not croniter.is_valid(self.cron):
+            raise JobDeclarationInvalid(
+                f"task {task!r}: cron {self.cron!r} is not a valid cron expression (5 fields: "
+                "minute hour day month weekday, or 6 with seconds last)"
+            )
+        if self.catch_up not in CATCH_UP_POLICIES:
+            raise JobDeclarationInvalid(
+                f"task {task!r}: catch_up must be one of {', '.join(CATCH_UP_POLICIES)}; "
+                f"got {self.catch_up!r}"
+            )
+        limit = self.max_catch_up
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= MAX_CATCH_UP_LIMIT
+        ):
+            raise JobDeclarationInvalid(
+                f"task {task!r}: max_catch_up must be an integer from 1 to {MAX_CATCH_UP_LIMIT}; "
+                f"got {limit!r}"
+            )
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.tz)
+
+    def _instant(self, local: datetime) -> datetime:
+        # fold=0 places a repeated time at its first occurrence and a skipped one after the gap.
+        return local.replace(tzinfo=self.zone, fold=0).astimezone(UTC)
+
+    def next_after(self, after: datetime) -> datetime:
+        """The first occurrence strictly after the instant ``after``."""
+        local = after.astimezone(self.zone).replace(tzinfo=None)
+        walker = croniter(self.cron, local)
+        while True:
+            instant = self._instant(walker.get_next(datetime))
+            if instant > after:
+                return instant
+
+    def occurrences(self, after: datetime, until: datetime) -> list[datetime]:
+        """Occurrences strictly after ``after`` and at or before ``until``, oldest first; when
+        there are more than :data:`SCAN_LIMIT`, only the most recent ones."""
+        if until <= after:
+            return []
+        local = after.astimezone(self.zone).replace(tzinfo=None)
+        walker = croniter(self.cron, local)
+        found: collections.deque[datetime] = collections.deque(maxlen=SCAN_LIMIT)
+        while True:
+            instant = self._instant(walker.get_next(datetime))
+            if instant <= after:
+                continue
+            if instant > until:
+                return list(found)
+            found.append(instant)
+
+
+def idempotency_key(task: str, occurrence: datetime) -> str:
+    """The occurrence-scoped key of a fired task: ``task:<epoch seconds>:<name>``."""
+    return f"task:{int(occurrence.timestamp())}:{task}"
