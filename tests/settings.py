@@ -76,3 +76,12 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Django 6.0+ reads this; Django 5.2 ignores it (it has no Tasks framework).
+TASKS = {
+    "default": {
+        "BACKEND": "ultimat3_jobs.tasks.JobsBackend",
+        "QUEUES": ["default", "math"],
+        "OPTIONS": {"max_attempts": 3, "backoff_base_seconds": 0.01, "jitter": 0},
+    }
+}

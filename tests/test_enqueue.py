@@ -197,6 +197,14 @@ REFUSALS: list[tuple[str, Enqueue, type[EnqueueRefused], str]] = [
         "idempotency_key",
     ),
     (
+        "key with a lone surrogate",
+        lambda: echo.using(idempotency_key="k\ud800").enqueue(),
+        JobOptionInvalid,
+        "idempotency_key",
+    ),
+    ("tenant rule fails", lambda: tenant_strict.enqueue(other=1), JobInputInvalid, "tenant"),
+    ("tenant too long", lambda: tenant_strict.enqueue(org="o" * 201), JobInputInvalid, "tenant"),
+    (
         "empty key",
         lambda: echo.using(idempotency_key="").enqueue(),
         JobOptionInvalid,

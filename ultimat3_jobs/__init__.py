@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ultimat3_jobs.errors import Terminal
+from ultimat3_jobs.errors import LeaseExpired, Terminal
 from ultimat3_jobs.types import EnqueueResult, JobState
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ __all__ = [
     "JobContext",
     "JobHandle",
     "JobState",
+    "LeaseExpired",
     "Retry",
     "Terminal",
     "enqueue",

@@ -115,7 +115,11 @@ def _idempotency_key(options: EnqueueOptions) -> str | None:
     key = options.idempotency_key
     if key is None:
         return None
-    if not isinstance(key, str) or not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX_LENGTH or "\x00" in key:
+    if (
+        not isinstance(key, str)
+        or not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX_LENGTH
+        or not _storable_text(key)
+    ):
         raise JobOptionInvalid(
             f"idempotency_key must be a string of 1 to {IDEMPOTENCY_KEY_MAX_LENGTH} characters "
             f"without NUL; got {key!r:.80}",

@@ -486,12 +486,16 @@ def task(
     while none ran (see :class:`~ultimat3_jobs.schedule.Schedule`). A task can also be
     enqueued by hand like any job.
     """
-    label = name or (f"{fn.__module__}.{fn.__qualname__}" if fn is not None else "task")
-    if cron is UNSET or tz is UNSET:
-        missing = " and ".join(n for n, v in (("cron", cron), ("tz", tz)) if v is UNSET)
-        raise JobDeclarationInvalid(
-            f"task {label!r}: {missing} required (for example cron='0 3 * * *', tz='Europe/Paris')"
-        )
+
+    def require_schedule(body: Callable[..., Any]) -> None:
+        if cron is UNSET or tz is UNSET:
+            label = name or f"{body.__module__}.{body.__qualname__}"
+            missing = " and ".join(n for n, v in (("cron", cron), ("tz", tz)) if v is UNSET)
+            raise JobDeclarationInvalid(
+                f"task {label!r}: {missing} required (for example cron='0 3 * * *', "
+                "tz='Europe/Paris')"
+            )
+
     schedule = Schedule(cron=cron, tz=tz, catch_up=catch_up, max_catch_up=max_catch_up)
     declarer = _declarer(
         None,
@@ -511,6 +515,7 @@ def task(
     assert callable(declarer) and not isinstance(declarer, JobHandle)
 
     def declare_task(body: Callable[..., Any]) -> JobHandle:
+        require_schedule(body)
         handle = declarer(body)
         signature = handle.definition.signature
         if signature is not None:

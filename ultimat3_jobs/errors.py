@@ -19,6 +19,10 @@ The tree::
     ├── JobDuplicate                           X_JOB_DUPLICATE
     ├── JobNotFound (LookupError)              X_JOB_NOT_FOUND
     ├── JobNotRequeueable                      X_JOB_NOT_REQUEUEABLE
+    ├── JobNotCancellable                      X_JOB_NOT_CANCELLABLE
+    ├── JobNotPromotable                       X_JOB_NOT_PROMOTABLE
+    ├── JobNotRemovable                        X_JOB_NOT_REMOVABLE
+    ├── JobPageInvalid (ValueError)            X_JOB_PAGE_INVALID
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
     ├── OutboxNoTransaction                    X_OUTBOX_NO_TRANSACTION
@@ -27,6 +31,9 @@ The tree::
 
     Job outcomes, raised by a job's body (not refusals):
     Terminal                                   X_JOB_TERMINAL
+
+    Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
+    attempt whose worker was lost before it settled.
 
 Each class's docstring is its default message; ``docs/reference/errors.md`` lists every code and a
 test keeps the page and this module in step.
@@ -146,6 +153,30 @@ class JobNotRequeueable(JobsError):
     code = "X_JOB_NOT_REQUEUEABLE"
 
 
+class JobNotCancellable(JobsError):
+    """Only a live job (queued or running) can be cancelled."""
+
+    code = "X_JOB_NOT_CANCELLABLE"
+
+
+class JobNotPromotable(JobsError):
+    """Only a queued job can be made due now."""
+
+    code = "X_JOB_NOT_PROMOTABLE"
+
+
+class JobNotRemovable(JobsError):
+    """A running job cannot be removed; cancel it first."""
+
+    code = "X_JOB_NOT_REMOVABLE"
+
+
+class JobPageInvalid(JobsError, ValueError):
+    """The job list request is invalid (page size, cursor or filter)."""
+
+    code = "X_JOB_PAGE_INVALID"
+
+
 class JobClaimQueuesEmpty(JobsError, ValueError):
     """A claim must name at least one queue."""
 
@@ -180,6 +211,10 @@ class Terminal(Exception):
     """Raised by a job's body to fail the job at once, without further retries."""
 
     code: ClassVar[str] = "X_JOB_TERMINAL"
+
+
+class LeaseExpired(Exception):
+    """The lease of an attempt expired before it settled: its worker was lost."""
 
 
 def all_error_classes() -> list[type[JobsError] | type[Terminal]]:

@@ -7,6 +7,7 @@ Layer L3 (job model).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.utils.module_loading import autodiscover_modules
@@ -23,7 +24,30 @@ class Registry:
 
     def __init__(self) -> None:
         self._handles: dict[str, JobHandle] = {}
+        self._resolved: dict[str, JobHandle] = {}
+        self._resolvers: dict[str, Callable[[str], JobHandle | None]] = {}
         self._lock = threading.Lock()
+
+    def add_resolver(self, prefix: str, resolve: Callable[[str], JobHandle | None]) -> None:
+        """Resolve names starting with ``prefix`` that no ``@job`` declared (the Django Tasks
+        backend names its jobs after the task's module path). A resolver decides what it
+        accepts; it must never import what a stored name alone points at."""
+        with self._lock:
+            self._resolvers[prefix] = resolve
+
+    def find(self, name: str) -> JobHandle | None:
+        """The handle for ``name``: declared, or answered by a resolver; ``None`` otherwise."""
+        handle = self._handles.get(name) or self._resolved.get(name)
+        if handle is not None:
+            return handle
+        for prefix, resolve in list(self._resolvers.items()):
+            if name.startswith(prefix):
+                handle = resolve(name)
+                if handle is not None:
+                    with self._lock:
+                        self._resolved[name] = handle
+                    return handle
+        return None
 
     def register(self, handle: JobHandle) -> None:
         definition = handle.definition
@@ -43,7 +67,7 @@ class Registry:
 
     def get(self, name: str) -> JobHandle:
         """The handle declared under ``name``; :class:`JobUnknown` when there is none."""
-        handle = self._handles.get(name)
+        handle = self.find(name)
         if handle is None:
             raise JobUnknown(
                 f"no job is declared under the name {name[:200]!r}; declared jobs live in an "

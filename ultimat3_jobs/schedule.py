@@ -59,6 +59,12 @@ class Schedule:
                 f"task {task!r}: cron {self.cron!r} is not a valid cron expression (5 fields: "
                 "minute hour day month weekday, or 6 with seconds last)"
             )
+        try:
+            self.next_after(datetime.now(UTC))
+        except Exception as exc:  # croniter's "no date matches" and its kin
+            raise JobDeclarationInvalid(
+                f"task {task!r}: cron {self.cron!r} never fires ({exc})"
+            ) from None
         if self.catch_up not in CATCH_UP_POLICIES:
             raise JobDeclarationInvalid(
                 f"task {task!r}: catch_up must be one of {', '.join(CATCH_UP_POLICIES)}; "
@@ -100,13 +106,16 @@ class Schedule:
         local = after.astimezone(self.zone).replace(tzinfo=None)
         walker = croniter(self.cron, local)
         found: collections.deque[datetime] = collections.deque(maxlen=SCAN_LIMIT)
+        last = after
         while True:
             instant = self._instant(walker.get_next(datetime))
-            if instant <= after:
+            # A time shifted past a gap can land on the next occurrence's instant: once only.
+            if instant <= last:
                 continue
             if instant > until:
                 return list(found)
             found.append(instant)
+            last = instant
 
 
 def idempotency_key(task: str, occurrence: datetime) -> str:

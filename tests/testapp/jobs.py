@@ -121,6 +121,12 @@ def progress(ctx: Any, *, steps: int = 3) -> int:
     return steps
 
 
+@job(name="tests.raises_text", tenant="none", retry=Retry(attempts=1))
+def raises_text(ctx: Any) -> None:
+    """Fails with a message jsonb could not hold as it is."""
+    raise Terminal("nul \x00 and a lone \ud800 surrogate")
+
+
 @job(name="tests.not_json", tenant="none")
 def not_json(ctx: Any) -> Any:
     return {1, 2, 3}

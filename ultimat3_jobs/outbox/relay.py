@@ -28,6 +28,7 @@ logger = logging.getLogger("ultimat3_jobs.relay")
 
 PURGE_INTERVAL_SECONDS = 60.0
 PURGE_BATCH = 1000
+PURGE_ROUNDS_MAX = 50
 FAILED_ROW_RETRY_SECONDS = 30.0
 STORE_RETRY_CEILING_SECONDS = 5.0
 
@@ -179,9 +180,16 @@ class Relay:
         if now < self._next_purge:
             return
         self._next_purge = now + self.config.purge_interval
-        purged = self.outbox.outbox_purge_published(
-            retention_seconds=self.config.retention_seconds, limit=PURGE_BATCH
-        )
+        purged = 0
+        # Batch after batch until one comes back short, so the sweep keeps up with any rate
+        # (bounded per round, so a huge backlog cannot starve publishing).
+        for _ in range(PURGE_ROUNDS_MAX):
+            deleted = self.outbox.outbox_purge_published(
+                retention_seconds=self.config.retention_seconds, limit=PURGE_BATCH
+            )
+            purged += deleted
+            if deleted < PURGE_BATCH:
+                break
         if purged:
             logger.info("jobs.relay.purged: %s published rows past their retention", purged)
 

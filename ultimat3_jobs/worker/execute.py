@@ -24,14 +24,20 @@ class JobTimedOut(Exception):
     """The attempt ran past its job's timeout."""
 
 
+def storable(text: str) -> str:
+    """Text PostgreSQL's jsonb can hold: NUL and lone surrogates (which an exception's message
+    may carry) are replaced, never allowed to stall the settle."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def attempt_error(attempt: Attempt, exc: BaseException, *, worker_id: str) -> AttemptError:
     kind = type(exc)
     text = "".join(traceback.format_exception(exc))
     return AttemptError(
         attempt=attempt.job.attempt,
         error_class=f"{kind.__module__}.{kind.__qualname__}",
-        message=str(exc)[:ERROR_MESSAGE_LIMIT],
-        traceback=text[-TRACEBACK_LIMIT:],
+        message=storable(str(exc))[:ERROR_MESSAGE_LIMIT],
+        traceback=storable(text)[-TRACEBACK_LIMIT:],
         worker_id=worker_id,
     )
 
@@ -81,7 +87,9 @@ def failure(attempt: Attempt, exc: BaseException, *, worker_id: str) -> Outcome:
     """The outcome of a body that raised ``exc``: Terminal and refused input fail at once."""
     if attempt.timed_out and not isinstance(exc, JobTimedOut):
         exc = JobTimedOut(_timeout_message(attempt))
-    terminal = isinstance(exc, (Terminal, EnqueueRefused))
+    # A job this process does not declare may be declared by a newer deploy: retried like any
+    # failure (and dead-lettered once its attempts are spent), never failed on sight.
+    terminal = isinstance(exc, (Terminal, EnqueueRefused)) and not isinstance(exc, JobUnknown)
     return Outcome(
         attempt, "failed", error=attempt_error(attempt, exc, worker_id=worker_id), terminal=terminal
     )

@@ -183,7 +183,8 @@ class Worker:
         return code
 
     def _start(self, job: ClaimedJob) -> None:
-        definition = self.registry.get(job.name).definition if job.name in self.registry else None
+        handle = self.registry.find(job.name)
+        definition = handle.definition if handle is not None else None
         ctx = JobContext(
             job_id=job.id,
             name=job.name,
@@ -263,9 +264,10 @@ class Worker:
         self._settler.put(failure(attempt, JobTimedOut(message), worker_id=self.config.worker_id))
 
     def _rescued_dead(self, job: RescuedJob) -> None:
-        if job.name not in self.registry:
+        handle = self.registry.find(job.name)
+        if handle is None:
             return
-        definition = self.registry.get(job.name).definition
+        definition = handle.definition
         if definition.on_settled is not None:
             ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt)
             self._hooks.submit(run_settled_hook, definition.on_settled, ctx, "dead-lettered")

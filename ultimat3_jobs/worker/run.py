@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from types import FrameType
 from typing import Protocol
@@ -116,7 +115,9 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
 
     def spawn(index: int) -> None:
         command = [*argv, "--processes", "1", "--worker-id", f"{worker_id}-{index}"]
-        children[index] = subprocess.Popen(command)
+        # Its own session: a Ctrl-C or a stop sent to our process group reaches the children
+        # once, through us, instead of twice (which they would take as "stop now").
+        children[index] = subprocess.Popen(command, start_new_session=True)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping.set()
@@ -143,8 +144,8 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
                 logger.warning(
                     "jobs.worker.child_exited: child %s exited %s; restarting", index, code
                 )
-                time.sleep(delay)
-                spawn(index)
+                if not stopping.wait(delay):
+                    spawn(index)
             stopping.wait(0.2)
         return 0
     finally:

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Literal
 
 from ultimat3_jobs.context import JobContext
+from ultimat3_jobs.definitions import Retry
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.types import AckItem
 from ultimat3_jobs.worker.attempt import Attempt, Outcome
@@ -126,15 +127,14 @@ class Settler(threading.Thread):
         job, definition = attempt.job, attempt.definition
         spent = outcome.terminal or job.attempt >= job.max_attempts
         ending: Ending | None = None
-        if not spent and definition is not None:
-            delay = definition.retry.delay_seconds(job.attempt)
+        if not spent:
+            retry = definition.retry if definition is not None else Retry()
+            delay = retry.delay_seconds(job.attempt)
             action: Literal["retry", "fail", "drop"] = "retry"
         elif definition is not None and not definition.dead_letter:
             action, delay, ending = "drop", 0.0, "dropped"
         else:
             action, delay, ending = "fail", 0.0, "dead-lettered"
-        if action == "retry" and definition is None:
-            action, ending = "fail", "dead-lettered"
         self._flush_progress([attempt])
         landed = self._write(
             lambda: self._driver.job_nack(

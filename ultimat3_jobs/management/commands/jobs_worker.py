@@ -4,19 +4,21 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ultimat3_jobs.outbox.relay import RelayConfig
 from ultimat3_jobs.scheduler.scheduler import SchedulerConfig
+from ultimat3_jobs.types import QUEUE_NAME_PATTERN
 from ultimat3_jobs.worker.config import WorkerConfig, default_worker_id
 from ultimat3_jobs.worker.run import child_argv, run_worker, supervise
 
 
 def _positive_int(text: str) -> int:
     value = int(text)
-    if value < 1:
+    if not 1 <= value <= 1000:
         raise ValueError(text)
     return value
 
@@ -56,6 +58,16 @@ class Command(BaseCommand):
             help="Exit 0 once resident memory passes this many MB.",
         )
         parser.add_argument(
+            "--with-relay",
+            action="store_true",
+            help="Also run the outbox relay in this process (one-process setups).",
+        )
+        parser.add_argument(
+            "--with-scheduler",
+            action="store_true",
+            help="Also run a scheduler in this process (one-process setups).",
+        )
+        parser.add_argument(
             "--worker-id", default=None, help="This worker's id (default: host:pid:random)."
         )
         parser.add_argument(
@@ -72,6 +84,12 @@ class Command(BaseCommand):
             queues = tuple(q.strip() for q in options["queues"].split(",") if q.strip())
             if not queues:
                 raise CommandError("--queues names no queue")
+            bad = [q for q in queues if not re.fullmatch(QUEUE_NAME_PATTERN, q)]
+            if bad:
+                raise CommandError(
+                    f"--queues: {', '.join(map(repr, bad))} is not a queue name "
+                    f"({QUEUE_NAME_PATTERN})"
+                )
         worker_id = options["worker_id"] or default_worker_id()
         if options["processes"] > 1:
             code = supervise(

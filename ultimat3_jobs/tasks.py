@@ -1,0 +1,353 @@
+"""``JobsBackend``: Django's Tasks framework (``django.tasks``, Django 6.0+) on ultimat3-jobs.
+
+Configure it in ``settings.TASKS``; any ``@task`` function then runs on ``manage.py jobs_worker``
+with retries, backoff, dead letters, crash safety and the admin::
+
+    TASKS = {"default": {"BACKEND": "ultimat3_jobs.tasks.JobsBackend",
+                         "QUEUES": ["default"],
+                         "OPTIONS": {"max_attempts": 5}}}
+
+Each task becomes a job named ``django.tasks:<module path>``; its input is
+``{"args": [...], "kwargs": {...}}``, stored exactly as given (what would not come back the same
+is refused). Layer L5 (Django surface).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.apps import apps
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError, connections
+from django.utils import timezone
+
+try:
+    from django.tasks import Task, TaskResult, TaskResultStatus
+    from django.tasks.backends.base import BaseTaskBackend
+    from django.tasks.base import TaskContext, TaskError
+    from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+    from django.tasks.signals import task_enqueued, task_finished, task_started
+    from django.utils.json import normalize_json
+except ImportError as exc:  # Django 5.2: no Tasks framework
+    raise ImproperlyConfigured(
+        "ultimat3_jobs.tasks.JobsBackend needs Django's Tasks framework (django.tasks), which "
+        "arrived in Django 6.0; upgrade Django or enqueue with ultimat3_jobs' @job directly"
+    ) from exc
+
+from ultimat3_jobs.client import enqueue
+from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.definitions import EnqueueOptions, JobDefinition, JobHandle, Retry
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.errors import EnqueueRefused, Terminal
+from ultimat3_jobs.registry import registry
+from ultimat3_jobs.types import JOB_NAME_PATTERN, QUEUE_NAME_PATTERN, JobRecord, JobState
+
+JOB_PREFIX = "django.tasks:"
+RETRY_OPTIONS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds", "jitter")
+
+_STATUS = {
+    JobState.QUEUED: TaskResultStatus.READY,
+    JobState.RUNNING: TaskResultStatus.RUNNING,
+    JobState.COMPLETED: TaskResultStatus.SUCCESSFUL,
+    JobState.FAILED: TaskResultStatus.FAILED,
+    JobState.CANCELLED: TaskResultStatus.FAILED,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobsTask(Task):  # type: ignore[type-arg]  # generic in the stubs only
+    """A Task with ultimat3-jobs' retry options. With Django 6.1, ``@task(max_attempts=5)``
+    reaches these fields; ``None`` takes the backend's ``OPTIONS``, then the settings."""
+
+    max_attempts: int | None = None
+    backoff_base_seconds: float | None = None
+    backoff_cap_seconds: float | None = None
+    jitter: float | None = None
+    timeout: float | None = None
+
+
+def job_name(task: Task[Any, Any]) -> str:
+    return f"{JOB_PREFIX}{task.module_path}"
+
+
+class JobsBackend(BaseTaskBackend):
+    """Runs Django Tasks as ultimat3-jobs jobs."""
+
+    task_class = JobsTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        unknown = set(self.options) - {*RETRY_OPTIONS, "timeout", "dead_letter"}
+        if unknown:
+            raise ImproperlyConfigured(
+                f"TASKS[{alias!r}]['OPTIONS'] has unknown keys {sorted(unknown)}; known: "
+                f"{', '.join((*RETRY_OPTIONS, 'timeout', 'dead_letter'))}"
+            )
+        registry.add_resolver(JOB_PREFIX, _resolve)
+
+    # -- validation ------------------------------------------------------------------------
+
+    def validate_task(self, task: Task[Any, Any]) -> None:
+        super().validate_task(task)
+        if not re.fullmatch(JOB_NAME_PATTERN, job_name(task)):
+            raise InvalidTask(
+                f"Task path {task.module_path!r} is too long or has characters a job name "
+                f"cannot hold ({JOB_NAME_PATTERN})."
+            )
+        if not re.fullmatch(QUEUE_NAME_PATTERN, task.queue_name):
+            raise InvalidTask(
+                f"Queue {task.queue_name!r} is not a queue name ({QUEUE_NAME_PATTERN})."
+            )
+        try:
+            self.definition(task)
+        except EnqueueRefused as exc:
+            raise InvalidTask(exc.message) from None
+        except ValueError as exc:
+            raise InvalidTask(str(exc)) from None
+
+    def definition(self, task: Task[Any, Any]) -> JobDefinition:
+        """The job a task runs as: its retry options from the task, else ``OPTIONS``."""
+
+        def option(key: str) -> Any:
+            value = getattr(task, key, None)
+            return value if value is not None else self.options.get(key)
+
+        retry = Retry(
+            attempts=option("max_attempts"),
+            backoff_base_seconds=option("backoff_base_seconds"),
+            backoff_cap_seconds=option("backoff_cap_seconds"),
+            jitter=option("jitter"),
+        )
+        name = job_name(task)
+        retry.check(name)
+        body = _async_body(self, task) if inspect.iscoroutinefunction(task.func) else None
+        return JobDefinition(
+            name=name,
+            fn=body or _sync_body(self, task),
+            queue=task.queue_name,
+            priority=task.priority,
+            retry=retry,
+            timeout_seconds=option("timeout"),
+            tenant="none",
+            dead_letter=bool(self.options.get("dead_letter", True)),
+            is_async=body is not None,
+            signature=inspect.signature(_sync_body(self, task)),
+        )
+
+    # -- enqueue and results -----------------------------------------------------------------
+
+    def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any, Any]:
+        self.validate_task(task)
+        options = EnqueueOptions(
+            run_at=task.run_after, priority=task.priority, queue=task.queue_name
+        )
+        result = enqueue(
+            self.definition(task), {"args": list(args), "kwargs": dict(kwargs)}, options
+        )
+        task_result: TaskResult[Any, Any] = TaskResult(
+            task=task,
+            id=str(result.id),
+            status=TaskResultStatus.READY,
+            enqueued_at=timezone.now(),
+            started_at=None,
+            last_attempted_at=None,
+            finished_at=None,
+            args=list(args),
+            kwargs=dict(kwargs),
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        task_enqueued.send(type(self), task_result=task_result)
+        return task_result
+
+    def get_result(self, result_id: str) -> TaskResult[Any, Any]:
+        try:
+            job_id = uuid.UUID(str(result_id))
+        except ValueError:
+            raise TaskResultDoesNotExist(result_id) from None
+        record = get_driver().job_get(job_id=job_id)
+        if record is None or not record.name.startswith(JOB_PREFIX):
+            raise TaskResultDoesNotExist(result_id)
+        handle = _resolve(record.name)
+        task = getattr(handle, "task", None) if handle is not None else None
+        if task is None:
+            raise TaskResultDoesNotExist(result_id)
+        return self.result_from(task, record)
+
+    def result_from(self, task: Task[Any, Any], record: JobRecord) -> TaskResult[Any, Any]:
+        """A TaskResult from a stored job: one error and one worker id per attempt."""
+        errors = record.errors or []
+        worker_ids = [str(e.get("worker_id") or "") for e in errors]
+        if record.state in (JobState.RUNNING, JobState.COMPLETED) and record.worker_id:
+            worker_ids.append(record.worker_id)
+        stored = record.input if isinstance(record.input, dict) else {}
+        result: TaskResult[Any, Any] = TaskResult(
+            task=task,
+            id=str(record.id),
+            status=_STATUS[record.state],
+            enqueued_at=record.created_at,
+            started_at=record.started_at,
+            last_attempted_at=record.started_at,
+            finished_at=record.finished_at,
+            args=list(stored.get("args", [])),
+            kwargs=dict(stored.get("kwargs", {})),
+            backend=self.alias,
+            errors=[
+                TaskError(
+                    exception_class_path=str(e.get("error_class", "builtins.Exception")),
+                    traceback=str(e.get("traceback", "")),
+                )
+                for e in errors
+            ],
+            worker_ids=worker_ids,
+        )
+        if record.state == JobState.COMPLETED:
+            object.__setattr__(result, "_return_value", record.result)
+        return result
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        messages: list[checks.CheckMessage] = []
+        if not apps.is_installed("ultimat3_jobs"):
+            messages.append(
+                checks.Error(
+                    f"TASKS[{self.alias!r}] uses ultimat3_jobs.tasks.JobsBackend, but "
+                    "'ultimat3_jobs' is not in INSTALLED_APPS.",
+                    id="ultimat3_jobs.E050",
+                )
+            )
+            return messages
+        try:
+            alias = get_settings().database
+        except ImproperlyConfigured:
+            return messages  # the ULTIMAT3_JOBS checks report the settings themselves
+        if alias in (kwargs.get("databases") or []):
+            try:
+                with connections[alias].cursor() as cursor:
+                    tables = connections[alias].introspection.table_names(cursor)
+            except DatabaseError as exc:
+                tables = []
+                reason = f"the database could not be read ({exc})"
+            else:
+                reason = "x_jobs does not exist"
+            if "x_jobs" not in tables:
+                messages.append(
+                    checks.Error(
+                        f"TASKS[{self.alias!r}]: ultimat3_jobs is not migrated on database "
+                        f"{alias!r}: {reason}. Run manage.py migrate.",
+                        id="ultimat3_jobs.E051",
+                    )
+                )
+        return messages
+
+
+def _resolve(name: str) -> JobHandle | None:
+    """The job of a stored ``django.tasks:`` name. Only a module inside an installed app is
+    imported, and only a Task of a JobsBackend is accepted: a stored name never makes the worker
+    import arbitrary code."""
+    path = name.removeprefix(JOB_PREFIX)
+    module_name, _, attribute = path.rpartition(".")
+    if not module_name or apps.get_containing_app_config(module_name) is None:
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    task = getattr(module, attribute, None)
+    if not isinstance(task, Task) or task.module_path != path:
+        return None
+    backend = task.get_backend()
+    if not isinstance(backend, JobsBackend):
+        return None
+    handle = JobHandle(backend.definition(task))
+    handle.task = task  # type: ignore[attr-defined]
+    return handle
+
+
+def _running_result(
+    backend: JobsBackend, task: Task[Any, Any], job_id: uuid.UUID
+) -> TaskResult[Any, Any]:
+    record = get_driver().job_get(job_id=job_id)
+    if record is None:
+        raise Terminal(f"job {job_id} disappeared while starting")
+    return backend.result_from(task, record)
+
+
+def _finish(backend: JobsBackend, result: TaskResult[Any, Any], status: TaskResultStatus) -> None:
+    object.__setattr__(result, "status", status)
+    object.__setattr__(result, "finished_at", timezone.now())
+
+
+def _failed(
+    backend: JobsBackend, result: TaskResult[Any, Any], exc: BaseException, final: bool
+) -> None:
+    kind = type(exc)
+    result.errors.append(
+        TaskError(
+            exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
+            traceback="".join(traceback.format_exception(exc)),
+        )
+    )
+    if final:
+        _finish(backend, result, TaskResultStatus.FAILED)
+        task_finished.send(type(backend), task_result=result)
+
+
+def _json_return(task: Task[Any, Any], value: Any) -> Any:
+    try:
+        return normalize_json(value)
+    except (TypeError, ValueError) as exc:
+        raise Terminal(
+            f"the return value of task {task.module_path} is not JSON ({exc}); return JSON data"
+        ) from None
+
+
+def _sync_body(backend: JobsBackend, task: Task[Any, Any]) -> Any:
+    def run_task(ctx: Any, *, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        result = _running_result(backend, task, ctx.job_id)
+        task_started.send(type(backend), task_result=result)
+        try:
+            call_args = [TaskContext(task_result=result), *args] if task.takes_context else args
+            value = _json_return(task, task.call(*call_args, **kwargs))
+        except Exception as exc:
+            final = isinstance(exc, Terminal) or ctx.attempt >= ctx.max_attempts
+            _failed(backend, result, exc, final)
+            raise
+        object.__setattr__(result, "_return_value", value)
+        _finish(backend, result, TaskResultStatus.SUCCESSFUL)
+        task_finished.send(type(backend), task_result=result)
+        return value
+
+    return run_task
+
+
+def _async_body(backend: JobsBackend, task: Task[Any, Any]) -> Any:
+    from asgiref.sync import sync_to_async
+
+    async def run_task(ctx: Any, *, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        result = await sync_to_async(_running_result)(backend, task, ctx.job_id)
+        task_started.send(type(backend), task_result=result)
+        try:
+            call_args = [TaskContext(task_result=result), *args] if task.takes_context else args
+            value = _json_return(task, await task.acall(*call_args, **kwargs))
+        except Exception as exc:
+            final = isinstance(exc, Terminal) or ctx.attempt >= ctx.max_attempts
+            _failed(backend, result, exc, final)
+            raise
+        object.__setattr__(result, "_return_value", value)
+        _finish(backend, result, TaskResultStatus.SUCCESSFUL)
+        task_finished.send(type(backend), task_result=result)
+        return value
+
+    return run_task
