@@ -154,5 +154,7 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
 
 
 def child_argv() -> list[str]:
-    """How this process was started, to start its children the same way."""
-    return [sys.executable, *sys.argv]
+    """How this process was started, to start its children the same way. ``orig_argv`` keeps
+    ``-m django`` as given: re-running ``sys.argv[0]`` (``django/__main__.py``) as a script
+    would put Django's package directory first on the path and shadow the standard library."""
+    return [sys.executable, *sys.orig_argv[1:]]
