@@ -3,6 +3,7 @@ installed app's ``jobs`` module."""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from django.apps import AppConfig
@@ -32,3 +33,18 @@ class Ultimat3JobsConfig(AppConfig):
         # A bad ULTIMAT3_JOBS is reported by the system checks (every problem at once) and
         # raised as ImproperlyConfigured by the first use of the settings.
         autodiscover()
+        _load_tasks_backend()
+
+
+def _load_tasks_backend() -> None:
+    """When ``TASKS`` uses our backend, load it now, so that every process (a worker above all)
+    can resolve the jobs Django Tasks become."""
+    from django.conf import settings
+
+    backends = getattr(settings, "TASKS", {}) or {}
+    if any(
+        str(params.get("BACKEND", "")).startswith("ultimat3_jobs.tasks")
+        for params in backends.values()
+        if isinstance(params, dict)
+    ):
+        import_module("ultimat3_jobs.tasks")

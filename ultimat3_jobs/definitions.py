@@ -152,7 +152,8 @@ class JobDefinition:
         return None if value is None else str(value)
 
 
-def _check_declaration(definition: JobDefinition) -> None:
+def check_declaration(definition: JobDefinition) -> None:
+    """Refuse a definition whose options are not finite or out of range, naming the option."""
     name = definition.name
     if not re.fullmatch(JOB_NAME_PATTERN, name):
         raise _refuse(name, "name", f"must match {JOB_NAME_PATTERN}", name)
@@ -318,7 +319,7 @@ def _declarer(
             signature=signature,
             schedule=schedule,
         )
-        _check_declaration(definition)
+        check_declaration(definition)
         if schedule is not None:
             schedule.check(job_name)
         if signature is not None and not signature.parameters:

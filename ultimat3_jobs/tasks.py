@@ -43,9 +43,15 @@ except ImportError as exc:  # Django 5.2: no Tasks framework
 
 from ultimat3_jobs.client import enqueue
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.definitions import EnqueueOptions, JobDefinition, JobHandle, Retry
+from ultimat3_jobs.definitions import (
+    EnqueueOptions,
+    JobDefinition,
+    JobHandle,
+    Retry,
+    check_declaration,
+)
 from ultimat3_jobs.drivers import get_driver
-from ultimat3_jobs.errors import EnqueueRefused, Terminal
+from ultimat3_jobs.errors import EnqueueRefused, JobDeclarationInvalid, Terminal
 from ultimat3_jobs.registry import registry
 from ultimat3_jobs.types import JOB_NAME_PATTERN, QUEUE_NAME_PATTERN, JobRecord, JobState
 
@@ -94,7 +100,6 @@ class JobsBackend(BaseTaskBackend):
                 f"TASKS[{alias!r}]['OPTIONS'] has unknown keys {sorted(unknown)}; known: "
                 f"{', '.join((*RETRY_OPTIONS, 'timeout', 'dead_letter'))}"
             )
-        registry.add_resolver(JOB_PREFIX, _resolve)
 
     # -- validation ------------------------------------------------------------------------
 
@@ -111,7 +116,7 @@ class JobsBackend(BaseTaskBackend):
             )
         try:
             self.definition(task)
-        except EnqueueRefused as exc:
+        except (EnqueueRefused, JobDeclarationInvalid) as exc:
             raise InvalidTask(exc.message) from None
         except ValueError as exc:
             raise InvalidTask(str(exc)) from None
@@ -132,7 +137,7 @@ class JobsBackend(BaseTaskBackend):
         name = job_name(task)
         retry.check(name)
         body = _async_body(self, task) if inspect.iscoroutinefunction(task.func) else None
-        return JobDefinition(
+        definition = JobDefinition(
             name=name,
             fn=body or _sync_body(self, task),
             queue=task.queue_name,
@@ -144,6 +149,8 @@ class JobsBackend(BaseTaskBackend):
             is_async=body is not None,
             signature=inspect.signature(_sync_body(self, task)),
         )
+        check_declaration(definition)
+        return definition
 
     # -- enqueue and results -----------------------------------------------------------------
 
@@ -351,3 +358,8 @@ def _async_body(backend: JobsBackend, task: Task[Any, Any]) -> Any:
         return value
 
     return run_task
+
+
+# Registered on import: the app's ready() imports this module whenever TASKS names the backend,
+# so a worker resolves task jobs without the project importing its task modules first.
+registry.add_resolver(JOB_PREFIX, _resolve)

@@ -16,10 +16,9 @@ WITHOUT_TASKS_FRAMEWORK = """
 import sys
 sys.modules["django.tasks"] = None  # what Django 5.2 looks like to an import
 import django
-django.setup()
 from django.core.exceptions import ImproperlyConfigured
 try:
-    import ultimat3_jobs.tasks
+    django.setup()  # TASKS names the backend, so start-up loads it
 except ImproperlyConfigured as exc:
     print("refused:", exc)
 """
@@ -57,3 +56,43 @@ def test_per_task_options_reach_the_backend(make_worker) -> None:
     wait_for(finished)
     assert result.status == TaskResultStatus.FAILED
     assert result.attempts == 1, "max_attempts=1 on the task overrides OPTIONS' 3"
+
+
+@pytest.mark.process
+@pytest.mark.django_db(transaction=True)
+def test_a_plain_worker_process_runs_tasks_it_never_imported() -> None:
+    """``manage.py jobs_worker`` imports no task module; the app loads the backend at start-up
+    so the worker resolves ``django.tasks:`` jobs on its own."""
+    from django.db import connection
+    from django.tasks import TaskResultStatus
+
+    from tests.testapp import tasks
+
+    result = tasks.add.enqueue(20, 22)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "django",
+            "jobs_worker",
+            "--settings",
+            "tests.settings_process",
+            "--burst",
+            "--log-level",
+            "WARNING",
+        ],
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "ULTIMAT3_PROCESS_DB_NAME": connection.settings_dict["NAME"],
+        },
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL, done.stderr[-2000:]
+    assert result.return_value == 42

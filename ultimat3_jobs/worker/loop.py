@@ -235,6 +235,8 @@ class Worker:
         attempt.pending_progress = encode_json(
             value, root="progress", max_depth=32, max_bytes=65536
         )
+        if attempt.definition is not None and attempt.definition.is_async:
+            return  # no database call on the event loop: the settler writes it before the settle
         now = time.monotonic()
         if now - attempt.progress_flushed_at >= self.config.progress_interval:
             attempt.progress_flushed_at = now

@@ -16,6 +16,13 @@ from ultimat3_jobs.worker.config import WorkerConfig, default_worker_id
 from ultimat3_jobs.worker.run import child_argv, run_worker, supervise
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if not 1 <= value <= 1000:
@@ -47,13 +54,13 @@ class Command(BaseCommand):
         parser.add_argument("--burst", action="store_true", help="Exit 0 once nothing is due.")
         parser.add_argument(
             "--max-jobs",
-            type=_positive_int,
+            type=_count,
             default=None,
             help="Exit 0 after settling this many jobs (a supervisor restarts the process).",
         )
         parser.add_argument(
             "--max-memory",
-            type=_positive_int,
+            type=_count,
             default=None,
             help="Exit 0 once resident memory passes this many MB.",
         )
