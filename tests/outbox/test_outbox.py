@@ -78,8 +78,9 @@ def test_another_store_stages_in_the_callers_transaction() -> None:
     assert kept.status == "staged" and kept.staged
     assert not OutboxEntry.objects.filter(id=rolled_back.id).exists()
     with RunningRelay() as relay:
-        wait_for(lambda: jobs_in_store(id=kept.id), what="the staged job published")
-        assert relay.published_count == 1
+        # The job is in the store before its row is marked and counted: wait for the count.
+        wait_for(lambda: relay.published_count == 1, what="the staged job published")
+    assert relay.published_count == 1
     [job] = jobs_in_store()
     assert job.id == kept.id and job.input == {"n": 1} and job.state == "queued"
     assert OutboxEntry.objects.get(id=kept.id).published_at is not None
@@ -195,7 +196,7 @@ def test_a_later_transaction_committing_first_never_hides_an_earlier_one() -> No
         release.set()
         caller.join(10)
         wait_for(lambda: jobs_in_store(id=staged["early"]), what="the earlier id published too")
-        assert relay.published_count == 2
+        wait_for(lambda: relay.published_count == 2, what="both rows marked published")
 
 
 @pytest.mark.usefixtures("other_store")
