@@ -90,6 +90,8 @@ class Job(models.Model):
                 condition=Q(state=JobState.RUNNING.value),
             ),
             models.Index(fields=("name", "state"), name="x_jobs_name_state"),
+            # The operator's list and the admin's changelist: newest first, keyset by id.
+            models.Index(fields=("-created_at", "-id"), name="x_jobs_newest"),
         )
         constraints = (
             # One live job per (name, idempotency key); a finished job frees its key.

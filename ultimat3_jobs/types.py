@@ -10,6 +10,7 @@ import enum
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -41,6 +42,17 @@ OnConflict = Literal["dedupe", "error"]
 NackAction = Literal["retry", "fail", "drop"]
 PauseScope = Literal["queue", "job", "task"]
 PAUSE_SCOPES: tuple[PauseScope, ...] = ("queue", "job", "task")
+CounterPeriod = Literal["minute", "hour"]
+COUNTER_PERIODS: tuple[CounterPeriod, ...] = ("minute", "hour")
+COUNTER_OUTCOMES: tuple[str, ...] = (
+    "completed",
+    "retried",
+    "dead",
+    "dropped",
+    "refused",
+    "cancelled",
+)
+"""The columns of ``x_job_counters`` that count settles, in table order."""
 
 
 _last_uuid7_ms = 0
@@ -254,6 +266,104 @@ class FireResult:
 
     moved: bool
     job_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSummary:
+    """A job as one line of a list: no input, result, progress or tracebacks, only how many
+    attempts failed and the last failure's class and message."""
+
+    id: uuid.UUID
+    name: str
+    queue: str
+    state: JobState
+    priority: int
+    run_at: datetime
+    idempotency_key: str | None
+    tenant_id: str | None
+    attempt: int
+    max_attempts: int
+    worker_id: str | None
+    error_count: int
+    last_error_class: str | None
+    last_error_message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobPage:
+    """One page of :meth:`~ultimat3_jobs.drivers.base.JobDriver.job_list`, newest first.
+    ``next_cursor`` is the id of the page's last job, to pass as ``after`` for the next page;
+    ``None`` on the last page."""
+
+    jobs: tuple[JobSummary, ...]
+    next_cursor: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueStats:
+    """How many jobs one queue holds in one state.
+
+    ``oldest_ready_seconds`` (``queued`` only): how long the oldest due job has been due, by
+    the store's clock; ``None`` when no queued job is due. ``exact`` is False when ``jobs`` is
+    a lower bound: finished states are counted up to a limit per job name."""
+
+    queue: str
+    state: JobState
+    jobs: int
+    oldest_ready_seconds: float | None = None
+    exact: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterRow:
+    """One row of ``x_job_counters``: how a job name's attempts settled in one bucket."""
+
+    name: str
+    period: CounterPeriod
+    bucket: datetime
+    completed: int = 0
+    retried: int = 0
+    dead: int = 0
+    dropped: int = 0
+    refused: int = 0
+    cancelled: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """The six counts by outcome, in :data:`COUNTER_OUTCOMES` order."""
+        return {outcome: getattr(self, outcome) for outcome in COUNTER_OUTCOMES}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterTotal:
+    """A job name's settle counts summed over every bucket of every period."""
+
+    name: str
+    completed: int = 0
+    retried: int = 0
+    dead: int = 0
+    dropped: int = 0
+    refused: int = 0
+    cancelled: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """The six counts by outcome, in :data:`COUNTER_OUTCOMES` order."""
+        return {outcome: getattr(self, outcome) for outcome in COUNTER_OUTCOMES}
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """What a bulk operator action did: how many jobs it ``moved``, and how many it was asked
+    about (or found) but left as they were (``remaining``)."""
+
+    moved: int
+    remaining: int
+
+    def __iter__(self) -> Iterator[int]:
+        """``moved, remaining = result``."""
+        return iter((self.moved, self.remaining))
 
 
 QUEUE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}"

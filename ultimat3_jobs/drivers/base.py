@@ -21,23 +21,32 @@ import abc
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
-from ultimat3_jobs.errors import JobClaimQueuesEmpty, PauseInvalid
+from ultimat3_jobs.errors import JobClaimQueuesEmpty, JobPageInvalid, PauseInvalid
 from ultimat3_jobs.types import (
+    COUNTER_PERIODS,
     PAUSE_SCOPES,
     AckItem,
     AttemptError,
+    BulkResult,
     ClaimedJob,
+    CounterPeriod,
+    CounterRow,
+    CounterTotal,
     EnqueueRequest,
     EnqueueResult,
     FireResult,
+    JobPage,
     JobRecord,
+    JobState,
     Leadership,
     NackAction,
     Pause,
     PauseScope,
+    QueueStats,
     RescuedJob,
     TaskState,
     WorkerRecord,
@@ -50,6 +59,15 @@ QUEUE_DEMAND_ROWS = 1000
 """``queue_demand`` counts ready jobs up to this many per queue: a bounded read at any depth."""
 
 RESCUE_BATCH_DEFAULT = 500
+
+JOB_PAGE_MAX = 500
+"""``job_list`` answers at most this many jobs per page."""
+
+QUEUE_STATS_ROWS = 100
+"""``queue_stats`` counts finished jobs (completed, failed, cancelled) up to this many per job
+name and state: a bounded read however much history the table keeps. Small on purpose: each
+counted row is a heap read, and on PostgreSQL a larger bound lifts the statement's estimated
+cost past ``jit_above_cost``, where JIT compilation costs more than the read itself."""
 
 settle_logger = logging.getLogger("ultimat3_jobs.settle")
 
@@ -80,6 +98,94 @@ def check_pause(scope: str, target: str) -> None:
             f"a pause needs scope in {PAUSE_SCOPES} and a non-empty target; "
             f"got scope={scope!r}, target={target!r}"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class JobListQuery:
+    """The checked arguments of :meth:`JobDriver.job_list`: each filter ``None`` (any) or a
+    de-duplicated list; ``search_id`` is ``search`` read as a job id, when it is one."""
+
+    states: list[str] | None
+    queues: list[str] | None
+    names: list[str] | None
+    tenant: str | None
+    search: str | None
+    search_id: uuid.UUID | None
+    after: uuid.UUID | None
+    limit: int
+
+
+def _names_filter(option: str, values: Sequence[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str) or not all(isinstance(value, str) for value in values):
+        raise JobPageInvalid(f"{option} must be a list of strings; got {values!r}")
+    return list(dict.fromkeys(values)) or None
+
+
+def check_job_list(
+    *,
+    states: Sequence[str] | None,
+    queues: Sequence[str] | None,
+    names: Sequence[str] | None,
+    tenant: str | None,
+    search: str | None,
+    after: uuid.UUID | str | None,
+    limit: int,
+) -> JobListQuery:
+    """Refuse a list request that breaks a rule (:class:`JobPageInvalid`): a page size outside
+    1..:data:`JOB_PAGE_MAX`, an unknown state, a cursor that is not a job id, a filter that is
+    a bare string. An empty filter means any, like ``None``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= JOB_PAGE_MAX:
+        raise JobPageInvalid(f"a page holds 1 to {JOB_PAGE_MAX} jobs; got limit={limit!r}")
+    checked_states = _names_filter("states", states)
+    known = {state.value for state in JobState}
+    unknown = [state for state in checked_states or () if state not in known]
+    if unknown:
+        raise JobPageInvalid(f"states must be among {sorted(known)}; got {unknown!r}")
+    if checked_states is not None:
+        checked_states = [JobState(state).value for state in checked_states]
+    if tenant is not None and not isinstance(tenant, str):
+        raise JobPageInvalid(f"tenant must be a string; got {tenant!r}")
+    if search is not None and not isinstance(search, str):
+        raise JobPageInvalid(f"search must be a string; got {search!r}")
+    search = search.strip() or None if search is not None else None
+    search_id = None
+    if search is not None:
+        try:
+            search_id = uuid.UUID(search)
+        except ValueError:
+            search_id = None
+    if after is not None and not isinstance(after, uuid.UUID):
+        try:
+            after = uuid.UUID(str(after))
+        except ValueError:
+            raise JobPageInvalid(
+                f"a cursor is the id of the last job of a page; got {after!r}"
+            ) from None
+    return JobListQuery(
+        states=checked_states,
+        queues=_names_filter("queues", queues),
+        names=_names_filter("names", names),
+        tenant=tenant,
+        search=search,
+        search_id=search_id,
+        after=after,
+        limit=limit,
+    )
+
+
+def cursor_gone(after: uuid.UUID) -> JobPageInvalid:
+    return JobPageInvalid(
+        f"the job at the cursor ({after}) is gone (removed, or dropped by its worker); "
+        "list again from the first page"
+    )
+
+
+def check_counter_period(period: str) -> CounterPeriod:
+    if period not in COUNTER_PERIODS:
+        raise ValueError(f"a counter period is one of {COUNTER_PERIODS}; got {period!r}")
+    return period
 
 
 def log_unowned(operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> None:
@@ -164,6 +270,35 @@ class JobDriver(abc.ABC):
         lease was extended; a missing id has lost its lease (rescued, cancelled, settled)."""
 
     @abc.abstractmethod
+    def job_list(
+        self,
+        *,
+        states: Sequence[str] | None = None,
+        queues: Sequence[str] | None = None,
+        names: Sequence[str] | None = None,
+        tenant: str | None = None,
+        search: str | None = None,
+        after: uuid.UUID | None = None,
+        limit: int = 50,
+    ) -> JobPage:
+        """One page of jobs, newest first by ``(created_at, id)``, for an operator. Each filter
+        is ``None`` (any) or matches exactly: ``states``, ``queues`` and ``names`` any of their
+        values, ``tenant`` the tenant id, ``search`` a job id or an idempotency key.
+
+        ``after`` is the ``next_cursor`` of the previous page: the id of its last job. The page
+        continues below that job's own ``(created_at, id)``, read from its row, so a cursor
+        carries no filter and no time of its own. Refused with
+        :class:`~ultimat3_jobs.errors.JobPageInvalid`: ``limit`` outside 1 to
+        :data:`JOB_PAGE_MAX`, an unknown state, and a cursor whose job is gone.
+
+        Cost (PostgreSQL): no index orders the table by ``created_at``, so a page sorts the
+        rows its filters leave (a top-N sort, memory bounded by ``limit``). ``names`` (with or
+        without ``states``) seek ``x_jobs_name_state``; ``queued`` with ``queues`` can use
+        ``x_jobs_claim``. No index covers the idempotency key alone or the tenant, so a
+        ``search`` (which matches keys as well as ids), a tenant alone, or no filter at all
+        reads the whole table: about a second for a million rows."""
+
+    @abc.abstractmethod
     def job_nack(
         self,
         *,
@@ -188,12 +323,35 @@ class JobDriver(abc.ABC):
         """Store a running attempt's progress (JSON text), fenced. Answers whether it landed."""
 
     @abc.abstractmethod
+    def job_promote(self, *, job_id: uuid.UUID) -> bool:
+        """Make a queued job that is due later due now (``run_at`` = now), and wake the
+        workers of its queue. Answers whether it landed: ``False`` for a missing job, a job
+        that is not queued, and a queued job already due (left as it is, so that its place in
+        claim order does not move)."""
+
+    @abc.abstractmethod
+    def job_remove(self, *, job_id: uuid.UUID) -> bool:
+        """Delete a job that is not running (queued or finished), with its history; counters
+        do not move. Answers whether it landed: ``False`` for a missing job and for a running
+        one, which must be cancelled first (the operator verb refuses it with
+        :class:`~ultimat3_jobs.errors.JobNotRemovable`)."""
+
+    @abc.abstractmethod
     def job_requeue(self, *, job_id: uuid.UUID) -> None:
         """Put a finished job (completed, failed, cancelled) back to ``queued``, due now, with
         its attempt count reset and its error history kept. Refuses with
         :class:`~ultimat3_jobs.errors.JobNotFound`,
         :class:`~ultimat3_jobs.errors.JobNotRequeueable` (queued or running) or
         :class:`~ultimat3_jobs.errors.JobDuplicate` (another live job holds its key)."""
+
+    @abc.abstractmethod
+    def job_requeue_failed(self, *, name: str, limit: int) -> BulkResult:
+        """Put up to ``limit`` failed jobs of job name ``name`` back to ``queued`` in one write,
+        oldest first, as :meth:`job_requeue` does (due now, attempts reset, errors kept), and
+        wake the workers of their queues. Refuses none: a job whose idempotency key a live job
+        holds is skipped, and of failed jobs sharing one key only the newest is requeued (two
+        live jobs cannot share a key). Answers how many moved and how many failed jobs of that
+        name remain (skipped ones, and those past ``limit``). ``limit <= 0`` moves nothing."""
 
     @abc.abstractmethod
     def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
@@ -222,6 +380,40 @@ class JobDriver(abc.ABC):
     def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
         """Per queue, how many jobs are ready to claim now, counted up to
         :data:`QUEUE_DEMAND_ROWS`; 0 for a paused queue."""
+
+    @abc.abstractmethod
+    def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
+        """Per queue and state that holds a job, how many, in one read, by queue then state.
+        ``queued`` and ``running`` are exact, and ``queued`` carries how long its oldest due
+        job has waited. Finished states are counted up to ``limit`` rows per job name and
+        state (``exact`` is then False); past the limit, which queue a job name's counted rows
+        come from is the store's choice. Paused queues are counted like any other.
+
+        Cost (PostgreSQL): live rows through the partial indexes ``x_jobs_claim`` (index only)
+        and ``x_jobs_lease``: the backlog and the work in flight, not the history. Finished
+        rows through ``x_jobs_name_state``: one seek per job name to find the names, then an
+        ordered index scan that stops after ``limit`` rows per name and finished state. On a
+        table of a million rows and 20 job names: about 20 ms. A very deep backlog (the
+        queued count reads every queued index entry) can lift the estimated cost past
+        ``jit_above_cost``; set ``jit = off`` for the role if JIT compilation shows up."""
+
+    # -- counters ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def counter_read(
+        self, *, since: datetime, period: CounterPeriod = "minute"
+    ) -> list[CounterRow]:
+        """The counter rows of ``period`` whose bucket starts at or after ``since`` truncated to
+        the period (so the bucket holding ``since`` is included), by bucket then name."""
+
+    @abc.abstractmethod
+    def counter_total(self) -> list[CounterTotal]:
+        """Per job name, its counts summed over every bucket of both periods, by name: what
+        has settled since the counters began. A bucket counts in one period only (a rollup
+        that writes hour rows must delete the minute rows it folds, in the same write).
+
+        Cost (PostgreSQL): reads the whole ``x_job_counters`` table, one row per job name and
+        minute that settled something."""
 
     # -- the scheduler ----------------------------------------------------------------------
 

@@ -22,30 +22,48 @@ from django.db import DatabaseError, connections
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
     QUEUE_DEMAND_ROWS,
+    QUEUE_STATS_ROWS,
     RESCUE_BATCH_DEFAULT,
     JobDriver,
     WakeSubscription,
     check_claim_queues,
+    check_counter_period,
+    check_job_list,
     check_pause,
+    cursor_gone,
     log_unowned,
 )
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
-from ultimat3_jobs.models import Job, JobPause, JobWorker, SchedulerLeader, SchedulerTask
+from ultimat3_jobs.models import (
+    Job,
+    JobCounter,
+    JobPause,
+    JobWorker,
+    SchedulerLeader,
+    SchedulerTask,
+)
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
     AckItem,
     AttemptError,
+    BulkResult,
     ClaimedJob,
+    CounterPeriod,
+    CounterRow,
+    CounterTotal,
     EnqueueRequest,
     EnqueueResult,
     FireResult,
+    JobPage,
     JobRecord,
     JobState,
+    JobSummary,
     Leadership,
     NackAction,
     Pause,
     PauseScope,
+    QueueStats,
     RescuedJob,
     TaskState,
     WorkerRecord,
@@ -118,6 +136,7 @@ class PostgresDriver(JobDriver):
         self._tasks = SchedulerTask.objects.db_manager(self.database)
         self._leaders = SchedulerLeader.objects.db_manager(self.database)
         self._workers = JobWorker.objects.db_manager(self.database)
+        self._counters = JobCounter.objects.db_manager(self.database)
         self._wake_throttle = WakeThrottle()
         self._listeners: weakref.WeakSet[QueueListener] = weakref.WeakSet()
         self._listeners_lock = threading.Lock()
@@ -302,6 +321,70 @@ class PostgresDriver(JobDriver):
                 log_unowned("heartbeat", job_id, token)
         return landed
 
+    def job_list(
+        self,
+        *,
+        states: Sequence[str] | None = None,
+        queues: Sequence[str] | None = None,
+        names: Sequence[str] | None = None,
+        tenant: str | None = None,
+        search: str | None = None,
+        after: uuid.UUID | None = None,
+        limit: int = 50,
+    ) -> JobPage:
+        query = check_job_list(
+            states=states,
+            queues=queues,
+            names=names,
+            tenant=tenant,
+            search=search,
+            after=after,
+            limit=limit,
+        )
+        rows = self._jobs.run(
+            "job_list",
+            {
+                "states": query.states,
+                "queues": query.queues,
+                "names": query.names,
+                "tenant": query.tenant,
+                "search": query.search,
+                "search_id": query.search_id,
+                "after": query.after,
+                # One row more than the page: whether it comes back says whether a next page
+                # exists.
+                "limit": query.limit + 1,
+            },
+        )
+        if query.after is not None and not rows[0][0]:
+            raise cursor_gone(query.after)
+        jobs = [
+            JobSummary(
+                id=_as_uuid(row[1]),
+                name=row[2],
+                queue=row[3],
+                state=JobState(row[4]),
+                priority=row[5],
+                run_at=row[6],
+                idempotency_key=row[7],
+                tenant_id=row[8],
+                attempt=row[9],
+                max_attempts=row[10],
+                worker_id=row[11],
+                error_count=int(row[12]),
+                last_error_class=row[13],
+                last_error_message=row[14],
+                created_at=row[15],
+                started_at=row[16],
+                finished_at=row[17],
+            )
+            for row in rows
+            if row[1] is not None
+        ]
+        more = len(jobs) > query.limit
+        page = tuple(jobs[: query.limit])
+        return JobPage(jobs=page, next_cursor=page[-1].id if more else None)
+
     def job_nack(
         self,
         *,
@@ -337,6 +420,12 @@ class PostgresDriver(JobDriver):
             log_unowned("progress", job_id, claim_token)
         return landed
 
+    def job_promote(self, *, job_id: uuid.UUID) -> bool:
+        return bool(self._jobs.run("job_promote", {"id": job_id}))
+
+    def job_remove(self, *, job_id: uuid.UUID) -> bool:
+        return bool(self._jobs.run("job_remove", {"id": job_id}))
+
     def job_requeue(self, *, job_id: uuid.UUID) -> None:
         if self._jobs.run("job_requeue", {"id": job_id}):
             return
@@ -352,6 +441,12 @@ class PostgresDriver(JobDriver):
         raise JobNotRequeueable(
             f"job {job_id} is {state}; only a completed, failed or cancelled job can be requeued"
         )
+
+    def job_requeue_failed(self, *, name: str, limit: int) -> BulkResult:
+        moved, remaining, _ = self._jobs.run("job_requeue_failed", {"name": name, "limit": limit})[
+            0
+        ]
+        return BulkResult(moved=int(moved), remaining=int(remaining))
 
     def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
         rows = self._jobs.run("job_rescue_expired", {"limit": limit})
@@ -383,6 +478,60 @@ class PostgresDriver(JobDriver):
         names = check_claim_queues(queues)
         rows = self._jobs.run("queue_demand", {"queues": names, "limit": QUEUE_DEMAND_ROWS})
         return {row[0]: int(row[1]) for row in rows}
+
+    def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
+        stats = [
+            QueueStats(
+                queue=row[0],
+                state=JobState(row[1]),
+                jobs=int(row[2]),
+                oldest_ready_seconds=None if row[3] is None else max(0.0, float(row[3])),
+                exact=bool(row[4]),
+            )
+            for row in self._jobs.run("queue_stats", {"limit": limit})
+        ]
+        # Sorted here, by code point, whatever the database's collation.
+        stats.sort(key=lambda stat: (stat.queue, stat.state.value))
+        return stats
+
+    # -- counters ---------------------------------------------------------------------------
+
+    def counter_read(
+        self, *, since: datetime, period: CounterPeriod = "minute"
+    ) -> list[CounterRow]:
+        rows = self._counters.run(
+            "counter_read", {"since": since, "period": check_counter_period(period)}
+        )
+        return [
+            CounterRow(
+                name=row[0],
+                period=row[1],
+                bucket=row[2],
+                completed=row[3],
+                retried=row[4],
+                dead=row[5],
+                dropped=row[6],
+                refused=row[7],
+                cancelled=row[8],
+            )
+            for row in rows
+        ]
+
+    def counter_total(self) -> list[CounterTotal]:
+        return [
+            CounterTotal(
+                name=row[0],
+                completed=int(row[1]),
+                retried=int(row[2]),
+                dead=int(row[3]),
+                dropped=int(row[4]),
+                refused=int(row[5]),
+                cancelled=int(row[6]),
+            )
+            for row in self._counters.run("counter_total")
+        ]
 
     # -- wake and the worker registry ------------------------------------------------------
 
