@@ -50,7 +50,7 @@ OUTBOX_RETENTION_SECONDS_DEFAULT = 86400.0
 RELAY_BATCH_SIZE_DEFAULT = 500
 RELAY_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
-SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 60.0
+SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -209,7 +209,7 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     (
         "SCHEDULER_MISSED_AFTER_SECONDS",
         "ultimat3_jobs.E046",
-        number(minimum=0, maximum=86400),
+        number(minimum=1, maximum=86400),
     ),
 )
 FLOAT_KEYS = (
@@ -272,6 +272,16 @@ def _cross_field(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
         if value(high) < value(low):
             rule = f"must be at least {low} ({value(low):g}){why}"
             problems.append((CHECK_CROSS_FIELD, _problem(high, rule, value(high))))
+    lease_s, missed = value("SCHEDULER_LEASE_SECONDS"), value("SCHEDULER_MISSED_AFTER_SECONDS")
+    if missed < lease_s * 2:
+        rule = (
+            f"must be at least twice SCHEDULER_LEASE_SECONDS ({lease_s:g}): a follower takes "
+            "over up to about 4/3 of a lease after a leader dies, and what fell due meanwhile "
+            "must still count as due, not missed"
+        )
+        problems.append(
+            (CHECK_CROSS_FIELD, _problem("SCHEDULER_MISSED_AFTER_SECONDS", rule, missed))
+        )
     lease, beat = value("VISIBILITY_TIMEOUT_SECONDS"), value("HEARTBEAT_INTERVAL_SECONDS")
     if beat * 2 > lease:
         rule = (

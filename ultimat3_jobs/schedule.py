@@ -26,8 +26,8 @@ CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("skip", "run-once", "all")
 MAX_CATCH_UP_DEFAULT = 100
 MAX_CATCH_UP_LIMIT = 10_000
 SCAN_LIMIT = 1_000_000
-"""At most this many occurrences are walked to answer one question (a per-second task after a
-long outage); beyond it the oldest are treated as skipped."""
+"""At most this many occurrences are kept in one answer (the most recent); the scheduler asks
+only for the span its catch-up policy needs, so it never walks a long outage whole."""
 
 
 @dataclass(frozen=True, slots=True)

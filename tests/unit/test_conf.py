@@ -49,7 +49,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("RELAY_BATCH_SIZE", 1001, "ultimat3_jobs.E043", "an integer from 1 to 1000"),
     ("RELAY_LEASE_SECONDS", 0, "ultimat3_jobs.E044", "from 1 to 3600"),
     ("SCHEDULER_LEASE_SECONDS", 0.5, "ultimat3_jobs.E045", "from 1 to 3600"),
-    ("SCHEDULER_MISSED_AFTER_SECONDS", -1, "ultimat3_jobs.E046", "from 0 to 86400"),
+    ("SCHEDULER_MISSED_AFTER_SECONDS", 0, "ultimat3_jobs.E046", "from 1 to 86400"),
 ]
 
 
@@ -89,6 +89,14 @@ def test_backoff_cap_below_base_is_refused() -> None:
     )
     assert check_id == "ultimat3_jobs.E003"
     assert "RETRY_BACKOFF_CAP_SECONDS" in message
+
+
+def test_cross_field_rules_scheduler() -> None:
+    [(check_id, message)] = validate(
+        {"SCHEDULER_LEASE_SECONDS": 60, "SCHEDULER_MISSED_AFTER_SECONDS": 60}
+    )
+    assert check_id == "ultimat3_jobs.E003"
+    assert "at least twice SCHEDULER_LEASE_SECONDS (60)" in message
 
 
 @pytest.mark.parametrize(

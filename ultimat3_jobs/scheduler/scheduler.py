@@ -42,7 +42,7 @@ class SchedulerConfig:
     scheduler_id: str = field(default_factory=lambda: f"scheduler:{default_worker_id()}")
     lease_seconds: float = 60.0
     renew_interval: float | None = None
-    missed_after: float = 60.0
+    missed_after: float = 300.0
 
     @property
     def renew_every(self) -> float:
@@ -220,8 +220,23 @@ class Scheduler:
                 continue
             self._dispatch(known, now)
 
+    def _due_occurrences(self, known: _Known, now: datetime) -> list[datetime]:
+        """The occurrences since the watermark that the catch-up policy can use: every recent
+        one, and only as many missed ones as it needs (after a long outage a per-second task
+        has millions; walking them all would outlast the lease)."""
+        schedule, after = known.schedule, known.watermark
+        horizon = now - timedelta(seconds=self.config.missed_after)
+        need = schedule.max_catch_up + 1 if schedule.catch_up == "all" else 1
+        span = timedelta(minutes=10)
+        while True:
+            start = max(after, horizon - span)
+            found = schedule.occurrences(start, now)
+            if start == after or sum(1 for o in found if o < horizon) >= need:
+                return found
+            span *= 4
+
     def _dispatch(self, known: _Known, now: datetime) -> None:
-        occurrences = known.schedule.occurrences(known.watermark, now)
+        occurrences = self._due_occurrences(known, now)
         for occurrence, dispatch in plan(
             known.schedule, occurrences, now, self.config.missed_after
         ):
