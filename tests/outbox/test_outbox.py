@@ -206,3 +206,13 @@ def test_published_rows_are_purged_after_the_retention() -> None:
     with RunningRelay(retention_seconds=0, purge_interval=0.05):
         wait_for(lambda: not OutboxEntry.objects.filter(id=staged.id).exists(), what="purged")
     assert jobs_in_store(id=staged.id)
+
+
+@pytest.mark.usefixtures("other_store")
+def test_a_due_staged_job_publishes_as_due_now_and_wakes_workers() -> None:
+    with transaction.atomic():
+        due = jobs.noop.enqueue()
+        later = jobs.noop.using(delay=3600).enqueue()
+    claimed = {r.id: r for r in get_outbox().outbox_claim(relay_id="r", limit=10, lease_seconds=30)}
+    assert claimed[due.id].run_at is None, "published as due now, so the publish notifies"
+    assert claimed[later.id].run_at is not None

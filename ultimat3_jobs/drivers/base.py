@@ -291,12 +291,11 @@ class JobDriver(abc.ABC):
         :class:`~ultimat3_jobs.errors.JobPageInvalid`: ``limit`` outside 1 to
         :data:`JOB_PAGE_MAX`, an unknown state, and a cursor whose job is gone.
 
-        Cost (PostgreSQL): no index orders the table by ``created_at``, so a page sorts the
-        rows its filters leave (a top-N sort, memory bounded by ``limit``). ``names`` (with or
-        without ``states``) seek ``x_jobs_name_state``; ``queued`` with ``queues`` can use
-        ``x_jobs_claim``. No index covers the idempotency key alone or the tenant, so a
-        ``search`` (which matches keys as well as ids), a tenant alone, or no filter at all
-        reads the whole table: about a second for a million rows."""
+        Cost (PostgreSQL): a page with no filter, or filtered by state or name, walks
+        ``x_jobs_newest`` in ``(created_at, id)`` order and stops after the page. No index
+        covers the idempotency key alone or the tenant, so a ``search`` (which matches keys as
+        well as ids) or a tenant filter reads the whole table: about a second for a million
+        rows."""
 
     @abc.abstractmethod
     def job_nack(
@@ -532,7 +531,8 @@ class OutboxStore(abc.ABC):
         self, *, relay_id: str, limit: int, lease_seconds: float
     ) -> list[EnqueueRequest]:
         """Take up to ``limit`` unpublished rows, oldest first, under a lease: rows another
-        relay holds are skipped; a row whose lease ended is taken again."""
+        relay holds are skipped; a row whose lease ended is taken again. A row already due
+        comes back with no ``run_at`` (due at publish, which wakes the workers)."""
 
     @abc.abstractmethod
     def outbox_mark_published(self, *, relay_id: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:

@@ -3,8 +3,7 @@
 -- row's own (created_at, id), so a cursor can neither carry a filter nor a time of its own. The
 -- first column says whether the cursor's row was found; the outer left join answers it (with
 -- null job columns) even when the page is empty, so the driver can tell "no more rows" from
--- "the cursor's job is gone". No index orders the table by created_at: the page is a top-N
--- sort, its memory bounded by limit, over the rows the filters leave.
+-- "the cursor's job is gone". x_jobs_newest gives the order: the page walks it and stops.
 with anchor as (
     select c.created_at, c.id
     from x_jobs c

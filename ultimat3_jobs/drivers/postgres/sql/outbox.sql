@@ -45,7 +45,10 @@ set relay_id = %(relay_id)s,
     relay_lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
 from picked p
 where o.id = p.id
-returning o.id, o.name, o.queue, o.priority, o.run_at, o.input::text, o.idempotency_key,
+returning o.id, o.name, o.queue, o.priority,
+          -- A row already due publishes as due now, so the publish wakes the workers.
+          case when o.run_at <= now() then null else o.run_at end,
+          o.input::text, o.idempotency_key,
           o.tenant_id, o.enqueued_by, o.max_attempts, o.lease_seconds, o.traceparent,
           o.created_at
 
