@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+import django
+
 from example_project.dburl import database_from_url
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -77,11 +79,12 @@ USE_TZ = True
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Django 6.0+ reads this; Django 5.2 ignores it (it has no Tasks framework).
-TASKS = {
-    "default": {
-        "BACKEND": "ultimat3_jobs.tasks.JobsBackend",
-        "QUEUES": ["default", "math"],
-        "OPTIONS": {"max_attempts": 3, "backoff_base_seconds": 0.01, "jitter": 0},
+# Django 6.0+ only: on 5.2 ultimat3_jobs refuses the backend at start-up (no Tasks framework).
+if django.VERSION >= (6, 0):
+    TASKS = {
+        "default": {
+            "BACKEND": "ultimat3_jobs.tasks.JobsBackend",
+            "QUEUES": ["default", "math"],
+            "OPTIONS": {"max_attempts": 3, "backoff_base_seconds": 0.01, "jitter": 0},
+        }
     }
-}

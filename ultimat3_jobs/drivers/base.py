@@ -92,11 +92,19 @@ def check_claim_queues(queues: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(queues))
 
 
+PAUSE_TARGET_MAX_LENGTH = 200
+
+
 def check_pause(scope: str, target: str) -> None:
-    if scope not in PAUSE_SCOPES or not isinstance(target, str) or not target:
+    if (
+        scope not in PAUSE_SCOPES
+        or not isinstance(target, str)
+        or not 1 <= len(target) <= PAUSE_TARGET_MAX_LENGTH
+    ):
         raise PauseInvalid(
-            f"a pause needs scope in {PAUSE_SCOPES} and a non-empty target; "
-            f"got scope={scope!r}, target={target!r}"
+            f"a pause needs scope in {PAUSE_SCOPES} and a target of 1 to "
+            f"{PAUSE_TARGET_MAX_LENGTH} characters; "
+            f"got scope={scope!r}, target={target!r:.80}"
         )
 
 

@@ -1,0 +1,205 @@
+"""A job's page: input redacted unless the user may see it, one block per failed attempt with its
+traceback, progress, timings, result; its buttons run the actions on that job."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.admin.conftest import job_failed_twice, job_in_state
+from tests.drivers.support import claim_one, enqueue, state_of
+from ultimat3_jobs.types import AckItem, JobState
+
+CHANGELIST = "/admin/ultimat3_jobs/job/"
+SENTINEL = "sk_live_SENTINEL_4f9a1c"
+PATTERN_SENTINEL = "hunter2-SENTINEL"
+SECRET_INPUT = (
+    '{"account": 7, "api_token": "' + SENTINEL + '", '
+    '"nested": [{"password": "' + PATTERN_SENTINEL + '"}]}'
+)
+
+
+def page(client, job_id) -> str:
+    response = client.get(f"{CHANGELIST}{job_id}/change/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+@pytest.fixture
+def secret_job(jobs_driver):
+    """A ``tests.secret`` job (``sensitive=["api_token"]``) holding both sentinels, failed twice
+    so its page shows everything."""
+    return job_failed_twice(jobs_driver, name="tests.secret", input_json=SECRET_INPUT)
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "runner", "pauser_viewer"])
+def test_secrets_never_reach_a_user_without_view_job_input(role, role_client, secret_job):
+    client = role_client(role)
+    html = page(client, secret_job)
+    assert SENTINEL not in html
+    assert PATTERN_SENTINEL not in html
+    assert "[redacted]" in html
+    assert "&quot;account&quot;: 7" in html  # the rest of the input is shown
+    assert "api_token" in html  # named as redacted
+    for url in (
+        CHANGELIST,
+        f"{CHANGELIST}?q={secret_job}",
+        f"{CHANGELIST}{secret_job}/history/",
+        f"{CHANGELIST}queues/",
+        f"{CHANGELIST}dashboard/",
+    ):
+        body = client.get(url).content.decode()
+        assert SENTINEL not in body, url
+        assert PATTERN_SENTINEL not in body, url
+
+
+def test_the_remove_confirmation_shows_no_input(role_client, secret_job):
+    response = role_client("runner").post(
+        CHANGELIST, {"action": "remove_jobs", "_selected_action": str(secret_job), "index": "0"}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Yes, remove them" in html
+    assert SENTINEL not in html
+
+
+@pytest.mark.parametrize("role", ["superuser", "input_viewer"])
+def test_input_is_shown_to_a_user_with_view_job_input(role, role_client, secret_job):
+    html = page(role_client(role), secret_job)
+    assert SENTINEL in html
+    assert PATTERN_SENTINEL in html
+    assert "Shown in full" in html
+    # The changelist never shows input, whoever asks.
+    assert SENTINEL not in role_client(role).get(CHANGELIST).content.decode()
+
+
+def test_one_block_per_failed_attempt_with_its_traceback(role_client, secret_job):
+    html = page(role_client("viewer"), secret_job)
+    assert "Failed attempts (2)" in html
+    assert html.count('class="u3j-attempt-error"') == 2
+    assert "Attempt 1: builtins.ValueError" in html
+    assert "Attempt 2: builtins.ValueError" in html
+    assert "FIRST-TB" in html and "SECOND-TB" in html
+    assert html.index("FIRST-TB") < html.index("SECOND-TB")
+    assert "2 of 3" in html  # attempt of max_attempts
+
+
+def test_progress_timings_and_result(role_client, jobs_driver):
+    job_id = enqueue(jobs_driver, name="tests.progress")
+    claimed = claim_one(jobs_driver)
+    assert claimed.id == job_id
+    assert jobs_driver.job_progress(
+        job_id=job_id,
+        claim_token=claimed.claim_token,
+        progress_json='{"current": 3, "total": 4, "stage": "upload"}',
+    )
+    client = role_client("viewer")
+    html = page(client, job_id)
+    assert '<progress max="100" value="75">' in html
+    assert "&quot;stage&quot;: &quot;upload&quot;" in html
+    for label in ("created", "due (run_at)", "started", "finished", "lease ends"):
+        assert f'<th scope="row">{label}</th>' in html
+    assert "No attempt has failed." in html
+    lease_row = html.split('<th scope="row">lease ends</th>')[1].split("</tr>")[0]
+    assert lease_row.strip() != "<td>-</td>"  # running: the lease is shown
+    assert jobs_driver.job_ack_many(
+        items=[AckItem(job_id=job_id, claim_token=claimed.claim_token, result_json='{"n": 41}')]
+    ) == {job_id}
+    html = page(client, job_id)
+    assert "&quot;n&quot;: 41" in html
+    assert "completed" in html
+
+
+def test_a_result_is_redacted_like_input(role_client, jobs_driver):
+    job_id = job_in_state(jobs_driver, "running")
+    from ultimat3_jobs.models import Job
+
+    Job.objects.filter(id=job_id).update(result={"token": SENTINEL}, state="completed")
+    html = page(role_client("viewer"), job_id)
+    assert SENTINEL not in html
+    assert SENTINEL in page(role_client("superuser"), job_id)
+
+
+def test_a_missing_or_malformed_job_id_goes_back_to_the_list(role_client, db):
+    client = role_client("superuser")
+    for job_id in ("01a00000-0000-7000-8000-000000000000", "not-a-uuid"):
+        response = client.get(f"{CHANGELIST}{job_id}/change/")
+        assert response.status_code == 302
+        assert response["Location"] == "/admin/"
+
+
+def test_the_buttons_follow_the_state(role_client, jobs_driver):
+    client = role_client("superuser")
+
+    def buttons(job_id) -> set[str]:
+        html = page(client, job_id)
+        return {
+            name
+            for name in (
+                "cancel_jobs",
+                "requeue_jobs",
+                "promote_jobs",
+                "remove_jobs",
+            )
+            if f'name="job_action" value="{name}"' in html
+        }
+
+    assert buttons(job_in_state(jobs_driver, "queued")) == {
+        "cancel_jobs",
+        "promote_jobs",
+        "remove_jobs",
+    }
+    assert buttons(job_in_state(jobs_driver, "running")) == {"cancel_jobs"}
+    assert buttons(job_in_state(jobs_driver, "failed")) == {"requeue_jobs", "remove_jobs"}
+
+
+def test_a_button_acts_and_comes_back_to_the_job(role_client, jobs_driver):
+    job_id = job_in_state(jobs_driver, "running")
+    response = role_client("operator").post(
+        CHANGELIST,
+        {
+            "action": "cancel_jobs",
+            "_selected_action": str(job_id),
+            "index": "0",
+            "_return_to_job": "1",
+        },
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == f"{CHANGELIST}{job_id}/change/"
+    assert "Cancelled 1 job." in response.content.decode()
+    assert state_of(jobs_driver, job_id) is JobState.CANCELLED
+
+
+def test_bulk_answers_moved_and_remaining(role_client, jobs_driver):
+    queued = [job_in_state(jobs_driver, "queued") for _ in range(2)]
+    done = job_in_state(jobs_driver, "completed")
+    response = role_client("operator").post(
+        CHANGELIST,
+        {"action": "cancel_jobs", "_selected_action": [*map(str, queued), str(done)], "index": 0},
+        follow=True,
+    )
+    html = response.content.decode()
+    assert "Cancelled 2 jobs. 1 job left as it was (already finished, or gone)." in html
+    failed = [job_in_state(jobs_driver, "failed", name="tests.flaky") for _ in range(3)]
+    response = role_client("operator").post(
+        CHANGELIST,
+        {"action": "retry_failed_of_name", "_selected_action": str(failed[0]), "index": 0},
+        follow=True,
+    )
+    assert "Requeued 3 failed jobs of tests.flaky; 0 still failed." in response.content.decode()
+    assert {state_of(jobs_driver, job_id) for job_id in failed} == {JobState.QUEUED}
+
+
+def test_remove_asks_first(role_client, jobs_driver):
+    job_id = job_in_state(jobs_driver, "completed")
+    client = role_client("runner")
+    data = {"action": "remove_jobs", "_selected_action": str(job_id), "index": "0"}
+    response = client.post(CHANGELIST, data)
+    assert response.status_code == 200
+    assert state_of(jobs_driver, job_id) is JobState.COMPLETED
+    confirmed = client.post(
+        CHANGELIST,
+        {"action": "remove_jobs", "_selected_action": str(job_id), "post": "yes"},
+        follow=True,
+    )
+    assert "Removed 1 job." in confirmed.content.decode()
+    assert state_of(jobs_driver, job_id) is None

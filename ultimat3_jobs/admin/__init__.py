@@ -1,0 +1,16 @@
+"""The Django admin of ultimat3-jobs: jobs (with an action per operator verb), pauses, workers,
+the queues page and the dashboard. Django's admin autodiscovery imports this package; importing
+its modules registers them on ``django.contrib.admin.site``.
+
+Layer: surface. The admin holds no logic of its own: it reads through the ORM and
+:mod:`ultimat3_jobs.operator.introspection`, and acts through :mod:`ultimat3_jobs.operator.verbs`
+on the driver :func:`~ultimat3_jobs.drivers.get_driver` answers.
+"""
+
+from __future__ import annotations
+
+from ultimat3_jobs.admin.jobs import JobAdmin
+from ultimat3_jobs.admin.pauses import JobPauseAdmin
+from ultimat3_jobs.admin.workers import JobWorkerAdmin
+
+__all__ = ["JobAdmin", "JobPauseAdmin", "JobWorkerAdmin"]

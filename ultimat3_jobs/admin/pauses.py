@@ -1,0 +1,65 @@
+"""Pauses: every paused queue, job name and task, read-only, with an action that lifts them.
+
+Layer: surface. Rows are read through the ORM; a pause is made on the queues page or with
+``manage.py jobs pause``, and lifted through :func:`~ultimat3_jobs.operator.verbs.resume`, never
+by editing a row. Seeing pauses takes Django's view permission on pauses, ``view_job`` or
+``pause_queue``; lifting one takes ``pause_queue``.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, has
+from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.models import JobPause
+from ultimat3_jobs.operator import verbs
+
+
+@admin.register(JobPause)
+class JobPauseAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("scope", "target", "paused_by", "reason", "created_at")
+    list_filter = ("scope",)
+    ordering = ("scope", "target")
+    show_facets = admin.ShowFacets.NEVER
+    change_list_template = "ultimat3_jobs/admin/jobpause/change_list.html"
+    actions = ("resume_pauses",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[JobPause]:
+        return super().get_queryset(request).using(get_settings().database)
+
+    def has_view_permission(self, request: HttpRequest, obj: JobPause | None = None) -> bool:
+        return (
+            super().has_view_permission(request, obj)
+            or has(request.user, VIEW_JOB)
+            or has(request.user, PAUSE_QUEUE)
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: JobPause | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: JobPause | None = None) -> bool:
+        return False
+
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        return has(request.user, PAUSE_QUEUE)
+
+    @admin.action(permissions=["pause"], description="Resume (lift the selected pauses)")
+    def resume_pauses(self, request: HttpRequest, queryset: QuerySet[JobPause]) -> None:
+        driver = get_driver()
+        lifted = 0
+        for scope, target in queryset.values_list("scope", "target"):
+            if verbs.resume(driver, scope=scope, target=target):  # type: ignore[arg-type]
+                lifted += 1
+        self.message_user(
+            request, f"Lifted {lifted} pause{'s' if lifted != 1 else ''}.", messages.SUCCESS
+        )

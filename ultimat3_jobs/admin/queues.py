@@ -1,0 +1,97 @@
+"""The queues page: depth per queue and state, the oldest ready job's age, and the pauses, with
+pause and resume buttons.
+
+Layer: surface. Reads ``queue_stats`` and ``pause_list`` (two reads; see their costs on
+:class:`~ultimat3_jobs.drivers.base.JobDriver`) and shapes them with
+:func:`~ultimat3_jobs.operator.introspection.queues_overview`; pausing and resuming go through
+:mod:`~ultimat3_jobs.operator.verbs`. Seeing the page takes ``view_job`` or ``pause_queue``;
+a POST takes ``pause_queue``, checked here, on the server, whatever the page showed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.response import TemplateResponse
+
+from ultimat3_jobs.admin.display import queue_rows
+from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, author, can_watch, has
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.errors import JobsError
+from ultimat3_jobs.operator import introspection, verbs
+from ultimat3_jobs.types import PAUSE_SCOPES
+
+if TYPE_CHECKING:
+    from django.contrib.admin import ModelAdmin
+
+TARGET_MAX_LENGTH = 200
+"""The longest queue, job or task name a pause can hold (``x_job_pauses.target``)."""
+
+OPERATIONS = ("pause", "resume")
+
+
+def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
+    if not can_watch(request.user):
+        raise PermissionDenied
+    if request.method == "POST":
+        return change_pause(request)
+    if request.method not in ("GET", "HEAD"):
+        return HttpResponseNotAllowed(["GET", "HEAD", "POST"])
+    driver = get_driver()
+    pauses = driver.pause_list()
+    overview = introspection.queues_overview(
+        driver.queue_stats(), [pause.target for pause in pauses if pause.scope == "queue"]
+    )
+    site = model_admin.admin_site
+    context = {
+        **site.each_context(request),
+        "title": "Queues",
+        "opts": model_admin.opts,
+        "can_view_jobs": has(request.user, VIEW_JOB),
+        "queues": queue_rows(overview, admin_site_name=site.name, link=has(request.user, VIEW_JOB)),
+        "pauses": pauses,
+        "scopes": PAUSE_SCOPES,
+        "can_pause": has(request.user, PAUSE_QUEUE),
+        "target_max_length": TARGET_MAX_LENGTH,
+    }
+    return TemplateResponse(request, "ultimat3_jobs/admin/queues.html", context)
+
+
+def change_pause(request: HttpRequest) -> HttpResponse:
+    """Pause or resume one queue, job name or task, then back to the page (POST, redirect,
+    GET). Refused with 403 without ``pause_queue``."""
+    if not has(request.user, PAUSE_QUEUE):
+        raise PermissionDenied
+    back = HttpResponseRedirect(request.get_full_path())
+    operation = request.POST.get("op", "")
+    scope = request.POST.get("scope", "queue")
+    target = request.POST.get("target", "").strip()
+    reason = request.POST.get("reason", "").strip()
+    if operation not in OPERATIONS:
+        messages.error(request, f"Unknown operation {operation!r}: pause or resume.")
+        return back
+    if len(target) > TARGET_MAX_LENGTH:
+        messages.error(request, f"A pause target is at most {TARGET_MAX_LENGTH} characters.")
+        return back
+    driver = get_driver()
+    try:
+        if operation == "pause":
+            fresh = verbs.pause(
+                driver,
+                scope=scope,  # type: ignore[arg-type]  # the verb refuses an unknown scope
+                target=target,
+                paused_by=author(request.user),
+                reason=reason,
+            )
+            text = f"Paused {scope} {target}." if fresh else f"{scope} {target} was already paused."
+        else:
+            lifted = verbs.resume(driver, scope=scope, target=target)  # type: ignore[arg-type]
+            text = f"Resumed {scope} {target}." if lifted else f"{scope} {target} was not paused."
+    except JobsError as error:
+        messages.error(request, str(error))
+        return back
+    messages.success(request, text)
+    return back
