@@ -1,6 +1,6 @@
 """The Django admin of ultimat3-jobs: jobs (with an action per operator verb), pauses, workers,
-the queues page and the dashboard. Django's admin autodiscovery imports this package; importing
-its modules registers them on ``django.contrib.admin.site``.
+cron tasks, the queues page and the dashboard. Django's admin autodiscovery imports this
+package; importing its modules registers them on ``django.contrib.admin.site``.
 
 Layer: surface. The admin holds no logic of its own: it reads through the ORM and
 :mod:`ultimat3_jobs.operator.introspection`, and acts through :mod:`ultimat3_jobs.operator.verbs`
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ultimat3_jobs.admin.jobs import JobAdmin
 from ultimat3_jobs.admin.pauses import JobPauseAdmin
+from ultimat3_jobs.admin.tasks import SchedulerTaskAdmin
 from ultimat3_jobs.admin.workers import JobWorkerAdmin
 
-__all__ = ["JobAdmin", "JobPauseAdmin", "JobWorkerAdmin"]
+__all__ = ["JobAdmin", "JobPauseAdmin", "JobWorkerAdmin", "SchedulerTaskAdmin"]

@@ -414,6 +414,13 @@ class JobDriver(abc.ABC):
         the period (so the bucket holding ``since`` is included), by bucket then name."""
 
     @abc.abstractmethod
+    def counter_rollup(self, *, keep_seconds: float) -> int:
+        """Fold minute rows into hour rows, in one write: every minute row whose hour ended
+        more than ``keep_seconds`` ago is added to its hour's row and deleted. Answers how many
+        minute rows were folded. Safe to run from several processes at once: a row is folded
+        by whichever write deletes it."""
+
+    @abc.abstractmethod
     def counter_total(self) -> list[CounterTotal]:
         """Per job name, its counts summed over every bucket of both periods, by name: what
         has settled since the counters began. A bucket counts in one period only (a rollup

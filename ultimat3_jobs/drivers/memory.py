@@ -823,6 +823,24 @@ class MemoryDriver(JobDriver):
         found.sort(key=lambda row: (row.bucket, row.name))
         return found
 
+    def counter_rollup(self, *, keep_seconds: float) -> int:
+        with self._lock:
+            cutoff = self.now() - timedelta(seconds=float(keep_seconds))
+            folded = 0
+            for key in sorted(k for k in self._counters if k[1] == "minute"):
+                name, _, bucket = key
+                hour = bucket.replace(minute=0, second=0, microsecond=0)
+                if hour + timedelta(hours=1) >= cutoff:
+                    continue
+                counts = self._counters.pop(key)
+                target = self._counters.setdefault(
+                    (name, "hour", hour), dict.fromkeys(COUNTER_FIELDS, 0)
+                )
+                for column, value in counts.items():
+                    target[column] += value
+                folded += 1
+            return folded
+
     def counter_total(self) -> list[CounterTotal]:
         totals: dict[str, dict[str, int]] = {}
         with self._lock:

@@ -23,6 +23,11 @@ from ultimat3_jobs.worker.store import STORE_ERRORS
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
+COUNTER_ROLLUP_INTERVAL_SECONDS = 600.0
+COUNTER_KEEP_MINUTES_SECONDS = 7200.0
+"""Minute counters are folded into hours every ten minutes once their hour ended two hours
+ago, so the dashboard's last hour is always in minutes."""
+
 
 class Maintenance(threading.Thread):
     """Renews leases of running attempts (one statement per interval for all of them), cancels
@@ -52,6 +57,7 @@ class Maintenance(threading.Thread):
         self._next_heartbeat = now + config.heartbeat_interval
         self._next_registry = now
         self._next_rescue = now + min(config.rescue_interval, 1.0)
+        self._next_rollup = now + COUNTER_ROLLUP_INTERVAL_SECONDS
         self.rescued = 0
 
     def stop(self) -> None:
@@ -87,11 +93,16 @@ class Maintenance(threading.Thread):
                 if now >= self._next_rescue:
                     self._next_rescue = now + self._config.rescue_interval
                     self.rescue()
+                if now >= self._next_rollup:
+                    self._next_rollup = now + COUNTER_ROLLUP_INTERVAL_SECONDS
+                    self._driver.counter_rollup(keep_seconds=COUNTER_KEEP_MINUTES_SECONDS)
             except STORE_ERRORS as exc:
                 logger.warning("jobs.worker.maintenance_failed: %s", exc)
                 self._driver.reset_connection()
             next_deadline = self._check_deadlines(time.monotonic())
-            wake_at = min(self._next_heartbeat, self._next_registry, self._next_rescue)
+            wake_at = min(
+                self._next_heartbeat, self._next_registry, self._next_rescue, self._next_rollup
+            )
             if next_deadline is not None:
                 wake_at = min(wake_at, next_deadline)
             self._kick.wait(max(0.0, wake_at - time.monotonic()))

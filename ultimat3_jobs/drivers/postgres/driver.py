@@ -519,6 +519,10 @@ class PostgresDriver(JobDriver):
             for row in rows
         ]
 
+    def counter_rollup(self, *, keep_seconds: float) -> int:
+        rows = self._jobs.run("counter_rollup", {"keep_seconds": float(keep_seconds)})
+        return int(rows[0][0]) if rows else 0
+
     def counter_total(self) -> list[CounterTotal]:
         return [
             CounterTotal(

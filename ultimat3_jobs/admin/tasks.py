@@ -1,0 +1,90 @@
+"""Cron tasks: each declared task's schedule, next fire, last fire and pause state, read-only.
+
+Layer: surface. The durable state is ``x_scheduler_tasks``; the schedule comes from the
+declaration (``@task``), the pause from ``x_job_pauses``, in one query per page. Pause and
+resume a task from the queues page.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Exists, OuterRef, QuerySet
+from django.http import HttpRequest
+
+from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, has
+from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.models import JobPause, SchedulerTask
+from ultimat3_jobs.registry import registry
+
+
+@admin.register(SchedulerTask)
+class SchedulerTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "name",
+        "schedule",
+        "catch_up",
+        "next_fire",
+        "last_fire_at",
+        "last_job_id",
+        "paused",
+    )
+    ordering = ("name",)
+    show_facets = admin.ShowFacets.NEVER
+    show_full_result_count = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SchedulerTask]:
+        pauses = JobPause.objects.filter(scope="task", target=OuterRef("name"))
+        return (
+            super()
+            .get_queryset(request)
+            .using(get_settings().database)
+            .annotate(is_paused=Exists(pauses))
+        )
+
+    @staticmethod
+    def _schedule(row: SchedulerTask) -> Any:
+        handle = registry.find(row.name)
+        return handle.definition.schedule if handle is not None else None
+
+    @admin.display(description="schedule")
+    def schedule(self, row: SchedulerTask) -> str:
+        found = self._schedule(row)
+        return f"{found.cron} ({found.tz})" if found else "not declared here"
+
+    @admin.display(description="catch-up")
+    def catch_up(self, row: SchedulerTask) -> str:
+        found = self._schedule(row)
+        return str(found.catch_up) if found else "-"
+
+    @admin.display(description="next fire")
+    def next_fire(self, row: SchedulerTask) -> datetime | None:
+        found = self._schedule(row)
+        if found is None:
+            return None
+        return found.next_after(max(row.watermark, datetime.now(UTC)))
+
+    @admin.display(description="paused", boolean=True)
+    def paused(self, row: SchedulerTask) -> bool:
+        return bool(getattr(row, "is_paused", False))
+
+    def has_view_permission(self, request: HttpRequest, obj: SchedulerTask | None = None) -> bool:
+        return (
+            super().has_view_permission(request, obj)
+            or has(request.user, VIEW_JOB)
+            or has(request.user, PAUSE_QUEUE)
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: SchedulerTask | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: SchedulerTask | None = None) -> bool:
+        return False
