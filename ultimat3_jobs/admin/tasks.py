@@ -8,7 +8,6 @@ resume a task from the queues page.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from django.contrib import admin
 from django.db.models import Exists, OuterRef, QuerySet
@@ -18,6 +17,7 @@ from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, has
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.models import JobPause, SchedulerTask
 from ultimat3_jobs.registry import registry
+from ultimat3_jobs.schedule import Schedule
 
 
 @admin.register(SchedulerTask)
@@ -37,15 +37,11 @@ class SchedulerTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[SchedulerTask]:
         pauses = JobPause.objects.filter(scope="task", target=OuterRef("name"))
-        return (
-            super()
-            .get_queryset(request)
-            .using(get_settings().database)
-            .annotate(is_paused=Exists(pauses))
-        )
+        rows: QuerySet[SchedulerTask] = SchedulerTask.objects.using(get_settings().database)
+        return rows.annotate(is_paused=Exists(pauses)).order_by("name")
 
     @staticmethod
-    def _schedule(row: SchedulerTask) -> Any:
+    def _schedule(row: SchedulerTask) -> Schedule | None:
         handle = registry.find(row.name)
         return handle.definition.schedule if handle is not None else None
 
