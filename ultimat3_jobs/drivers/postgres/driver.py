@@ -88,6 +88,25 @@ def _enqueue_params(request: EnqueueRequest) -> dict[str, Any]:
     }
 
 
+def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, list[Any]]:
+    """A batch of requests as one array parameter per column (``unnest`` in the statement)."""
+    return {
+        "ids": [r.id for r in chunk],
+        "names": [r.name for r in chunk],
+        "queues": [r.queue for r in chunk],
+        "priorities": [r.priority for r in chunk],
+        "run_ats": [r.run_at for r in chunk],
+        "delays": [r.delay_seconds for r in chunk],
+        "inputs": [r.input_json for r in chunk],
+        "keys": [r.idempotency_key for r in chunk],
+        "tenants": [r.tenant_id for r in chunk],
+        "enqueued_bys": [r.enqueued_by for r in chunk],
+        "max_attempts": [r.max_attempts for r in chunk],
+        "lease_seconds": [r.lease_seconds for r in chunk],
+        "traceparents": [r.traceparent for r in chunk],
+    }
+
+
 def _as_uuid(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
@@ -227,19 +246,7 @@ class PostgresDriver(JobDriver):
             for row in self._jobs.run(
                 "job_enqueue_many",
                 {
-                    "ids": [r.id for r in chunk],
-                    "names": [r.name for r in chunk],
-                    "queues": [r.queue for r in chunk],
-                    "priorities": [r.priority for r in chunk],
-                    "run_ats": [r.run_at for r in chunk],
-                    "delays": [r.delay_seconds for r in chunk],
-                    "inputs": [r.input_json for r in chunk],
-                    "keys": [r.idempotency_key for r in chunk],
-                    "tenants": [r.tenant_id for r in chunk],
-                    "enqueued_bys": [r.enqueued_by for r in chunk],
-                    "max_attempts": [r.max_attempts for r in chunk],
-                    "lease_seconds": [r.lease_seconds for r in chunk],
-                    "traceparents": [r.traceparent for r in chunk],
+                    **batch_params(chunk),
                     "notify_queues": self._wake_throttle.allow(
                         dict.fromkeys(r.queue for r in chunk if _due_now(r))
                     ),

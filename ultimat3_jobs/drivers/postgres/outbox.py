@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from django.db import DatabaseError, connections
 
 from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK, OutboxStore, WakeSubscription
-from ultimat3_jobs.drivers.postgres.driver import WakeThrottle, _as_uuid
+from ultimat3_jobs.drivers.postgres.driver import WakeThrottle, _as_uuid, batch_params
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.models import OutboxEntry
 from ultimat3_jobs.types import EnqueueRequest
@@ -39,19 +39,7 @@ class PostgresOutbox(OutboxStore):
             self._rows.run(
                 "outbox_stage_many",
                 {
-                    "ids": [r.id for r in chunk],
-                    "names": [r.name for r in chunk],
-                    "queues": [r.queue for r in chunk],
-                    "priorities": [r.priority for r in chunk],
-                    "run_ats": [r.run_at for r in chunk],
-                    "delays": [r.delay_seconds for r in chunk],
-                    "inputs": [r.input_json for r in chunk],
-                    "keys": [r.idempotency_key for r in chunk],
-                    "tenants": [r.tenant_id for r in chunk],
-                    "enqueued_bys": [r.enqueued_by for r in chunk],
-                    "max_attempts": [r.max_attempts for r in chunk],
-                    "lease_seconds": [r.lease_seconds for r in chunk],
-                    "traceparents": [r.traceparent for r in chunk],
+                    **batch_params(chunk),
                     "notify": notify and bool(self._throttle.allow([_STAGE_SLOT])),
                 },
             )
