@@ -1,0 +1,1 @@
+"""The throughput, latency and footprint benchmark; run ``python bench/run.py``."""
