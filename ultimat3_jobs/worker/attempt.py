@@ -28,6 +28,8 @@ class Attempt:
     timed_out: bool = False
     lost: bool = False
     pending_progress: str | None = None
+    holds_slot: bool = True
+    """Until its body returns (or is abandoned): a slot is free again before the ack lands."""
     progress_flushed_at: float = 0.0
     _settle_taken: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)

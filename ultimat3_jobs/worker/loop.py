@@ -71,6 +71,7 @@ class Worker:
         self.claim_count = 0
         self.exit_reason = ""
         self._running: dict[uuid.UUID, Attempt] = {}
+        self._slots_used = 0
         self._lock = threading.Lock()
         self._signal = threading.Event()
         self._accepting = True
@@ -141,7 +142,7 @@ class Worker:
             while self._accepting:
                 # Cleared before looking, so a signal that arrives while we look is kept.
                 self._signal.clear()
-                free = self.config.concurrency - len(self._running)
+                free = self._free_slots()
                 wait: float | None = None
                 if free > 0:
                     try:
@@ -199,6 +200,7 @@ class Worker:
             attempt.deadline = attempt.started + definition.timeout_seconds
         with self._lock:
             self._running[job.id] = attempt
+            self._slots_used += 1
         if attempt.deadline is not None:
             self._maintenance.kick()
         if definition is not None and definition.is_async:
@@ -211,11 +213,28 @@ class Worker:
             pooled = self._pool.submit(run_sync, attempt, self.config.worker_id)
             pooled.add_done_callback(partial(self._finished, attempt))
 
+    def _free_slots(self) -> int:
+        """Slots whose body is not running. Attempts waiting for their ack do not hold one,
+        but once twice the slots' worth wait (the settler is behind), nothing more is claimed."""
+        with self._lock:
+            if len(self._running) >= 2 * self.config.concurrency:
+                return 0
+            return self.config.concurrency - self._slots_used
+
+    def _release_slot(self, attempt: Attempt) -> None:
+        with self._lock:
+            if not attempt.holds_slot:
+                return
+            attempt.holds_slot = False
+            self._slots_used -= 1
+        self._signal.set()
+
     def _finished(self, attempt: Attempt, future: Future[Outcome]) -> None:
         try:
             outcome = future.result()
         except BaseException as exc:
             outcome = failure(attempt, exc, worker_id=self.config.worker_id)
+        self._release_slot(attempt)
         if not attempt.take_settle():
             return  # settled on its behalf already (timed out past grace, released)
         if attempt.lost:
@@ -223,7 +242,8 @@ class Worker:
         self._settler.put(outcome)
 
     def _done(self, attempt: Attempt, how: str) -> None:
-        """The settler wrote (or skipped) this attempt's ending: free its slot."""
+        """The settler wrote (or skipped) this attempt's ending: forget it."""
+        self._release_slot(attempt)
         with self._lock:
             self._running.pop(attempt.job.id, None)
             self.settled_count += 1
@@ -263,6 +283,7 @@ class Worker:
             attempt.job.id,
         )
         message = f"job {attempt.job.name!r} ran past its timeout and did not stop"
+        self._release_slot(attempt)  # its thread may never return; the slot is not its own now
         self._settler.put(failure(attempt, JobTimedOut(message), worker_id=self.config.worker_id))
 
     def _rescued_dead(self, job: RescuedJob) -> None:
