@@ -291,7 +291,7 @@ def _running_result(
     return backend.result_from(task, record)
 
 
-def _finish(backend: JobsBackend, result: TaskResult[Any, Any], status: TaskResultStatus) -> None:
+def _finish(result: TaskResult[Any, Any], status: TaskResultStatus) -> None:
     object.__setattr__(result, "status", status)
     object.__setattr__(result, "finished_at", timezone.now())
 
@@ -307,7 +307,7 @@ def _failed(
         )
     )
     if final:
-        _finish(backend, result, TaskResultStatus.FAILED)
+        _finish(result, TaskResultStatus.FAILED)
         task_finished.send(type(backend), task_result=result)
 
 
@@ -320,21 +320,38 @@ def _json_return(task: Task[Any, Any], value: Any) -> Any:
         ) from None
 
 
+def _begin(backend: JobsBackend, task: Task[Any, Any], result: Any, args: list[Any]) -> list[Any]:
+    """Send ``task_started``; answer the positional arguments the task is called with."""
+    task_started.send(type(backend), task_result=result)
+    return [TaskContext(task_result=result), *args] if task.takes_context else args
+
+
+def _end(backend: JobsBackend, result: Any, value: Any) -> Any:
+    """The task returned ``value`` (its JSON form): the result marked successful and
+    ``task_finished`` sent."""
+    object.__setattr__(result, "_return_value", value)
+    _finish(result, TaskResultStatus.SUCCESSFUL)
+    task_finished.send(type(backend), task_result=result)
+    return value
+
+
+def _end_failed(backend: JobsBackend, result: Any, exc: Exception, ctx: Any) -> None:
+    """The task raised: its error recorded, ``task_finished`` sent only when no retry follows
+    (called inside the ``except`` block, as Django's receivers expect)."""
+    _failed(backend, result, exc, isinstance(exc, Terminal) or ctx.attempt >= ctx.max_attempts)
+
+
 def _sync_body(backend: JobsBackend, task: Task[Any, Any]) -> Any:
     def run_task(ctx: Any, *, args: list[Any], kwargs: dict[str, Any]) -> Any:
         result = _running_result(backend, task, ctx.job_id)
-        task_started.send(type(backend), task_result=result)
+        call_args = _begin(backend, task, result, args)
         try:
-            call_args = [TaskContext(task_result=result), *args] if task.takes_context else args
-            value = _json_return(task, task.call(*call_args, **kwargs))
+            raw = task.call(*call_args, **kwargs)
+            value = _json_return(task, raw)
         except Exception as exc:
-            final = isinstance(exc, Terminal) or ctx.attempt >= ctx.max_attempts
-            _failed(backend, result, exc, final)
+            _end_failed(backend, result, exc, ctx)
             raise
-        object.__setattr__(result, "_return_value", value)
-        _finish(backend, result, TaskResultStatus.SUCCESSFUL)
-        task_finished.send(type(backend), task_result=result)
-        return value
+        return _end(backend, result, value)
 
     return run_task
 
@@ -344,18 +361,14 @@ def _async_body(backend: JobsBackend, task: Task[Any, Any]) -> Any:
 
     async def run_task(ctx: Any, *, args: list[Any], kwargs: dict[str, Any]) -> Any:
         result = await sync_to_async(_running_result)(backend, task, ctx.job_id)
-        task_started.send(type(backend), task_result=result)
+        call_args = _begin(backend, task, result, args)
         try:
-            call_args = [TaskContext(task_result=result), *args] if task.takes_context else args
-            value = _json_return(task, await task.acall(*call_args, **kwargs))
+            raw = await task.acall(*call_args, **kwargs)
+            value = _json_return(task, raw)
         except Exception as exc:
-            final = isinstance(exc, Terminal) or ctx.attempt >= ctx.max_attempts
-            _failed(backend, result, exc, final)
+            _end_failed(backend, result, exc, ctx)
             raise
-        object.__setattr__(result, "_return_value", value)
-        _finish(backend, result, TaskResultStatus.SUCCESSFUL)
-        task_finished.send(type(backend), task_result=result)
-        return value
+        return _end(backend, result, value)
 
     return run_task
 

@@ -318,12 +318,9 @@ class QueueStats:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CounterRow:
-    """One row of ``x_job_counters``: how a job name's attempts settled in one bucket."""
+class SettleCounts:
+    """How many attempts settled each way (the counting columns of ``x_job_counters``)."""
 
-    name: str
-    period: CounterPeriod
-    bucket: datetime
     completed: int = 0
     retried: int = 0
     dead: int = 0
@@ -337,20 +334,19 @@ class CounterRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CounterTotal:
+class CounterRow(SettleCounts):
+    """One row of ``x_job_counters``: how a job name's attempts settled in one bucket."""
+
+    name: str
+    period: CounterPeriod
+    bucket: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterTotal(SettleCounts):
     """A job name's settle counts summed over every bucket of every period."""
 
     name: str
-    completed: int = 0
-    retried: int = 0
-    dead: int = 0
-    dropped: int = 0
-    refused: int = 0
-    cancelled: int = 0
-
-    def counts(self) -> dict[str, int]:
-        """The six counts by outcome, in :data:`COUNTER_OUTCOMES` order."""
-        return {outcome: getattr(self, outcome) for outcome in COUNTER_OUTCOMES}
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ultimat3_jobs.drivers.memory import COUNTER_FIELDS, MemoryDriver
+from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.models import JobCounter
+from ultimat3_jobs.types import COUNTER_OUTCOMES
 
 
 def put_minute(driver, name: str, bucket: datetime, **counts: int) -> None:
-    values = {field: counts.get(field, 0) for field in COUNTER_FIELDS}
+    values = {field: counts.get(field, 0) for field in COUNTER_OUTCOMES}
     if isinstance(driver, MemoryDriver):
         with driver._lock:  # test support: a past minute the settles of this test cannot make
             driver._counters[(name, "minute", bucket)] = values

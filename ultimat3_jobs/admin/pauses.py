@@ -12,43 +12,19 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, has
-from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, OperatorRecordsAdmin, has
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.models import JobPause
 from ultimat3_jobs.operator import verbs
 
 
 @admin.register(JobPause)
-class JobPauseAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class JobPauseAdmin(OperatorRecordsAdmin):
     list_display = ("scope", "target", "paused_by", "reason", "created_at")
     list_filter = ("scope",)
     ordering = ("scope", "target")
-    show_facets = admin.ShowFacets.NEVER
     change_list_template = "ultimat3_jobs/admin/jobpause/change_list.html"
     actions = ("resume_pauses",)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[JobPause]:
-        return super().get_queryset(request).using(get_settings().database)
-
-    def has_view_permission(self, request: HttpRequest, obj: JobPause | None = None) -> bool:
-        return (
-            super().has_view_permission(request, obj)
-            or has(request.user, VIEW_JOB)
-            or has(request.user, PAUSE_QUEUE)
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: JobPause | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: JobPause | None = None) -> bool:
-        return False
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has(request.user, PAUSE_QUEUE)

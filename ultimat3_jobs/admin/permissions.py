@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from ultimat3_jobs.conf import get_settings
+
 VIEW_JOB = "ultimat3_jobs.view_job"
 """Django's own view permission on jobs: the changelist, a job's page, the pages of queues."""
 VIEW_JOB_INPUT = "ultimat3_jobs.view_job_input"
@@ -35,3 +41,28 @@ def author(user: Any) -> str:
     """Who a pause made in the admin is recorded as: ``admin:<user name>`` (the CLI writes
     ``cli:<user name>``)."""
     return f"admin:{user.get_username()}"
+
+
+class OperatorRecordsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Records the operator looks at but never edits by form (pauses, workers, tasks): seen by
+    anyone who may see jobs or pause queues, on the job store's database."""
+
+    show_facets = admin.ShowFacets.NEVER
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).using(get_settings().database)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) or can_watch(request.user)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

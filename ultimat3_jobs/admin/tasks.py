@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 
-from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, has
+from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.models import JobPause, SchedulerTask
 from ultimat3_jobs.registry import registry
@@ -21,7 +21,7 @@ from ultimat3_jobs.schedule import Schedule
 
 
 @admin.register(SchedulerTask)
-class SchedulerTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class SchedulerTaskAdmin(OperatorRecordsAdmin):
     list_display = (
         "name",
         "schedule",
@@ -32,7 +32,6 @@ class SchedulerTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "paused",
     )
     ordering = ("name",)
-    show_facets = admin.ShowFacets.NEVER
     show_full_result_count = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[SchedulerTask]:
@@ -65,22 +64,3 @@ class SchedulerTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="paused", boolean=True)
     def paused(self, row: SchedulerTask) -> bool:
         return bool(getattr(row, "is_paused", False))
-
-    def has_view_permission(self, request: HttpRequest, obj: SchedulerTask | None = None) -> bool:
-        return (
-            super().has_view_permission(request, obj)
-            or has(request.user, VIEW_JOB)
-            or has(request.user, PAUSE_QUEUE)
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: SchedulerTask | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: SchedulerTask | None = None) -> bool:
-        return False

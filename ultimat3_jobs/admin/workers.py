@@ -15,8 +15,7 @@ from django.db.models import QuerySet
 from django.db.models.functions import Now
 from django.http import HttpRequest
 
-from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, has
-from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin
 from ultimat3_jobs.models import JobWorker
 
 
@@ -36,7 +35,7 @@ class LiveFilter(admin.SimpleListFilter):
 
 
 @admin.register(JobWorker)
-class JobWorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class JobWorkerAdmin(OperatorRecordsAdmin):
     list_display = (
         "id",
         "host",
@@ -50,26 +49,3 @@ class JobWorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     )
     list_filter = (LiveFilter,)
     ordering = ("id",)
-    show_facets = admin.ShowFacets.NEVER
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[JobWorker]:
-        return super().get_queryset(request).using(get_settings().database)
-
-    def has_view_permission(self, request: HttpRequest, obj: JobWorker | None = None) -> bool:
-        return (
-            super().has_view_permission(request, obj)
-            or has(request.user, VIEW_JOB)
-            or has(request.user, PAUSE_QUEUE)
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: JobWorker | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: JobWorker | None = None) -> bool:
-        return False

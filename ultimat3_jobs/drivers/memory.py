@@ -36,6 +36,7 @@ from ultimat3_jobs.drivers.base import (
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
+    COUNTER_OUTCOMES,
     FINISHED_STATES,
     LIVE_STATES,
     PRIORITY_MAX,
@@ -69,15 +70,6 @@ wake_logger = logging.getLogger("ultimat3_jobs.wake")
 LEASE_EXPIRED_CLASS = "ultimat3_jobs.LeaseExpired"
 LEASE_EXPIRED_MESSAGE = "the lease expired before the attempt settled; its worker was lost"
 
-COUNTER_FIELDS: tuple[str, ...] = (
-    "completed",
-    "retried",
-    "dead",
-    "dropped",
-    "refused",
-    "cancelled",
-)
-"""The columns of ``x_job_counters`` that count settles."""
 
 _COMPACT_MIN_STALE = 1024
 
@@ -834,7 +826,7 @@ class MemoryDriver(JobDriver):
                     continue
                 counts = self._counters.pop(key)
                 target = self._counters.setdefault(
-                    (name, "hour", hour), dict.fromkeys(COUNTER_FIELDS, 0)
+                    (name, "hour", hour), dict.fromkeys(COUNTER_OUTCOMES, 0)
                 )
                 for column, value in counts.items():
                     target[column] += value
@@ -845,8 +837,8 @@ class MemoryDriver(JobDriver):
         totals: dict[str, dict[str, int]] = {}
         with self._lock:
             for (name, _period, _bucket), counts in self._counters.items():
-                total = totals.setdefault(name, dict.fromkeys(COUNTER_FIELDS, 0))
-                for column in COUNTER_FIELDS:
+                total = totals.setdefault(name, dict.fromkeys(COUNTER_OUTCOMES, 0))
+                for column in COUNTER_OUTCOMES:
                     total[column] += counts[column]
         return [CounterTotal(name=name, **totals[name]) for name in sorted(totals)]
 
@@ -1116,7 +1108,7 @@ class MemoryDriver(JobDriver):
         bucket = _as_utc(now).replace(second=0, microsecond=0)
         counts = self._counters.get((job_name, "minute", bucket))
         if counts is None:
-            counts = dict.fromkeys(COUNTER_FIELDS, 0)
+            counts = dict.fromkeys(COUNTER_OUTCOMES, 0)
             self._counters[(job_name, "minute", bucket)] = counts
         counts[column] += 1
 

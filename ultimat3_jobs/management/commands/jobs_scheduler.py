@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from ultimat3_jobs.management.commands.jobs_worker import configure_logging
+from ultimat3_jobs.management.commands.jobs_worker import add_log_level, configure_logging
 from ultimat3_jobs.scheduler.scheduler import SchedulerConfig
 from ultimat3_jobs.worker.run import run_scheduler
 
@@ -19,12 +19,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--scheduler-id", default=None, help="This scheduler's id (default: random)."
         )
-        parser.add_argument(
-            "--log-level",
-            default="INFO",
-            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-            help="Level of the ultimat3_jobs loggers (default INFO).",
-        )
+        add_log_level(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(options["log_level"])

@@ -77,12 +77,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--worker-id", default=None, help="This worker's id (default: host:pid:random)."
         )
-        parser.add_argument(
-            "--log-level",
-            default="INFO",
-            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-            help="Level of the ultimat3_jobs loggers (default INFO).",
-        )
+        add_log_level(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(options["log_level"])
@@ -119,6 +114,16 @@ class Command(BaseCommand):
             code = run_worker(config, relay=relay, scheduler=scheduler)
         if code:
             raise SystemExit(code)
+
+
+def add_log_level(parser: CommandParser) -> None:
+    """The ``--log-level`` option every long-running command takes."""
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="Level of the ultimat3_jobs loggers (default INFO).",
+    )
 
 
 def configure_logging(level: str) -> None:
