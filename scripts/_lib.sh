@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shared by scripts/test and scripts/demo; source it, do not run it.
 #
-# Sets ROOT (the repository root), VENV and VENV_PY, and defines:
+# Sets ROOT (the repository root), VENV (.venv, or $ULTIMAT3_VENV) and VENV_PY, and defines:
 #   note / die                 messages on stderr, prefixed with the calling script's name
 #   ensure_venv PROFILE ARGS   create .venv (Python >= 3.12) and `pip install ARGS` into it,
 #                              again only when pyproject.toml (or ARGS) changed
@@ -11,7 +11,7 @@
 #   redact_url URL             URL with any password replaced by ***
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+VENV="${ULTIMAT3_VENV:-$ROOT/.venv}"
 VENV_PY="$VENV/bin/python"
 SCRIPT_NAME="scripts/$(basename "$0")"
 
@@ -25,6 +25,11 @@ die() {
 # selected exists on PATH but fails to run, so presence alone proves nothing.)
 python_ok() {
   "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1
+}
+
+# python_minor CMD: "3.12", "3.13", ... of interpreter CMD.
+python_minor() {
+  "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
 }
 
 # find_python: print the path of a Python >= 3.12 interpreter, or fail.
@@ -58,7 +63,12 @@ ensure_venv() {
   local profile="$1"
   shift
   if [[ -e "$VENV" ]] && ! python_ok "$VENV_PY"; then
-    note "removing .venv: it has no working Python 3.12 or newer"
+    note "removing $VENV: it has no working Python 3.12 or newer"
+    rm -rf "$VENV"
+  fi
+  # An explicit $PYTHON of another minor version than the venv's: build the venv anew.
+  if [[ -e "$VENV" && -n "${PYTHON:-}" ]] && [[ "$(python_minor "$VENV_PY")" != "$(python_minor "$PYTHON")" ]]; then
+    note "removing $VENV: it runs Python $(python_minor "$VENV_PY"), \$PYTHON is $(python_minor "$PYTHON")"
     rm -rf "$VENV"
   fi
   if [[ ! -e "$VENV" ]]; then

@@ -51,7 +51,7 @@ class Maintenance(threading.Thread):
         self._on_dead = on_dead
         self._on_timeout = on_timeout
         self._is_draining = is_draining
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._kick = threading.Event()
         now = time.monotonic()
         self._next_heartbeat = now + config.heartbeat_interval
@@ -61,7 +61,7 @@ class Maintenance(threading.Thread):
         self.rescued = 0
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self._kick.set()
         self.join(timeout=10)
 
@@ -81,7 +81,7 @@ class Maintenance(threading.Thread):
             close_thread_connections()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             now = time.monotonic()
             try:
                 if now >= self._next_heartbeat:
