@@ -44,6 +44,10 @@ class WorkerProcess:
         self.log_path = log_path
         self.exited_at: float | None = None
         self._started = False
+        self.allowed_exits: set[int] = {0}
+        """Exit codes accepted when the process ends before teardown (see
+        :meth:`Workers.check_exit_codes`); SIGKILL sent by the test adds -9."""
+        self.killed_by_test = False
 
     @property
     def pid(self) -> int:
@@ -53,7 +57,13 @@ class WorkerProcess:
         return self.popen.poll() is None
 
     def signal(self, signum: int) -> None:
+        if signum == signal.SIGKILL:
+            self.killed_by_test = True
         self.popen.send_signal(signum)
+
+    def expect_exit(self, *codes: int) -> None:
+        """Accept these exit codes too (e.g. 1 for a body that calls ``os._exit(1)``)."""
+        self.allowed_exits.update(codes)
 
     def wait(self, timeout: float) -> int:
         code = self.popen.wait(timeout)
@@ -66,6 +76,7 @@ class WorkerProcess:
         session they run in), then reap it. The process is stopped first, so that it cannot
         start a child while its tree is read."""
         tree: list[int] = []
+        self.killed_by_test = True
         if self.popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGSTOP)
@@ -190,6 +201,9 @@ class Workers:
     def report(self) -> str:
         return "\n".join(process.tail() for process in self.started)
 
+    def check_exit_codes(self) -> None:
+        assert_exit_codes(self.started, self.report)
+
     def kill_all(self) -> None:
         failures = []
         for process in self.started:
@@ -201,6 +215,23 @@ class Workers:
         wait_for(
             lambda: not worker_sessions(), timeout=30, what="the workers' database sessions closed"
         )
+
+
+def assert_exit_codes(processes: Sequence[WorkerProcess], report: Callable[[], str]) -> None:
+    """Every process that ended before teardown ended as its test expected: exit 0 (a burst
+    run, a SIGTERM), -9 after a SIGKILL the test sent, or a code the test allowed with
+    :meth:`WorkerProcess.expect_exit`. A process that crashed or exited 1 fails the test."""
+    wrong = []
+    for process in processes:
+        code = process.popen.poll()
+        if code is None:
+            continue
+        allowed = set(process.allowed_exits)
+        if process.killed_by_test:
+            allowed.add(-signal.SIGKILL)
+        if code not in allowed:
+            wrong.append(f"{process.worker_id} exited {code} (allowed: {sorted(allowed)})")
+    assert not wrong, f"processes ended with unexpected exit codes: {wrong}\n{report()}"
 
 
 def descendants(pid: int) -> list[int]:
@@ -240,5 +271,6 @@ def workers(transactional_db: None, tmp_path: Path) -> Iterator[Workers]:
     started = Workers(tmp_path)
     try:
         yield started
+        started.check_exit_codes()
     finally:
         started.kill_all()

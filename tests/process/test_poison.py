@@ -45,6 +45,7 @@ def test_a_poison_job_fails_after_its_attempts_and_the_rest_complete(workers: Wo
         for index, process in enumerate(slots):
             if not process.alive():
                 deaths.append((process.worker_id, process.popen.poll()))
+                process.expect_exit(1)  # the poison's os._exit(1)
                 slots[index] = workers.start(f"poison-{next(names)}", concurrency=2)
         done = Job.objects.filter(id=poison, state="failed").exists() and settled(ordinary)
         if not done:

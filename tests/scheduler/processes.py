@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import connection
 
-from tests.process.conftest import REPO_ROOT, WorkerProcess
+from tests.process.conftest import REPO_ROOT, WorkerProcess, assert_exit_codes
 from tests.settings_scheduler import SCHEDULER_APPLICATION_NAME
 from tests.worker.conftest import wait_for
 
@@ -83,6 +83,9 @@ class Schedulers:
 
     def report(self) -> str:
         return "\n".join(process.tail() for process in self.started)
+
+    def check_exit_codes(self) -> None:
+        assert_exit_codes(self.started, self.report)
 
     def kill_all(self) -> None:
         for process in self.started:

@@ -42,6 +42,7 @@ def schedulers(transactional_db: None, tmp_path: Path) -> Iterator[Schedulers]:
     started = Schedulers(tmp_path)
     try:
         yield started
+        started.check_exit_codes()
     finally:
         started.kill_all()
 
