@@ -72,7 +72,8 @@ _STATUS = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobsTask(Task):  # type: ignore[type-arg]  # generic in the stubs only
     """A Task with ultimat3-jobs' retry options. With Django 6.1, ``@task(max_attempts=5)``
-    reaches these fields; ``None`` takes the backend's ``OPTIONS``, then the settings."""
+    reaches these fields; ``None`` takes the backend's ``OPTIONS``, then the settings (for
+    ``max_attempts``: 1, so a task that raises runs once, as Django describes)."""
 
     max_attempts: int | None = None
     backoff_base_seconds: float | None = None
