@@ -275,7 +275,7 @@ def _as_enqueued(task: Task[Any, Any], record: JobRecord, run_after: Any) -> Tas
     changes = {
         "queue_name": record.queue,
         "priority": record.priority,
-        "run_after": datetime.fromisoformat(run_after) if isinstance(run_after, str) else None,
+        "run_after": _stored_datetime(run_after),
     }
     if all(getattr(task, key) == value for key, value in changes.items()):
         return task
@@ -284,6 +284,17 @@ def _as_enqueued(task: Task[Any, Any], record: JobRecord, run_after: Any) -> Tas
         value = changes.get(field.name, getattr(task, field.name))
         object.__setattr__(enqueued, field.name, value)
     return enqueued
+
+
+def _stored_datetime(value: Any) -> datetime | None:
+    """The ``run_after`` an input holds; ``None`` for a job stored without one (enqueued with
+    no ``run_after``, or by an earlier version) or with one that is not ISO 8601."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 def _resolve(name: str) -> JobHandle | None:

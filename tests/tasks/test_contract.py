@@ -176,6 +176,7 @@ def test_the_failure_of_an_async_task_is_sent_while_it_is_handled(make_worker) -
     assert seen == [("FAILED", ValueError, 0)]
     assert result.errors[-1].exception_class_path == "builtins.ValueError"
     assert "async raises" in result.errors[-1].traceback
+    assert "_send_handling" not in result.errors[-1].traceback, "no frame of the signal's send"
 
 
 # -- a task that raises runs once unless retries are configured --------------------------------
