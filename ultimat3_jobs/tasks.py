@@ -8,8 +8,9 @@ with retries, backoff, dead letters, crash safety and the admin::
                          "OPTIONS": {"max_attempts": 5}}}
 
 Each task becomes a job named ``django.tasks:<module path>``; its input is
-``{"args": [...], "kwargs": {...}}``, stored exactly as given (what would not come back the same
-is refused). Layer L5 (Django surface).
+``{"args": [...], "kwargs": {...}}`` in the JSON form Django's ``TaskResult`` gives them (tuples
+become lists, keys strings; what JSON cannot carry is refused), plus ``"run_after"`` when the
+task was deferred. A task runs once unless retries are configured. Layer L5 (Django surface).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-import traceback
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from datetime import datetime
 from typing import Any
 
 from django.apps import apps
@@ -31,10 +32,9 @@ from django.utils import timezone
 try:
     from django.tasks import Task, TaskResult, TaskResultStatus
     from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import TaskContext, TaskError
+    from django.tasks.base import TaskError
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-    from django.tasks.signals import task_enqueued, task_finished, task_started
-    from django.utils.json import normalize_json
+    from django.tasks.signals import task_enqueued
 except ImportError as exc:  # Django 5.2: no Tasks framework
     raise ImproperlyConfigured(
         "ultimat3_jobs.tasks.JobsBackend needs Django's Tasks framework (django.tasks), which "
@@ -51,8 +51,10 @@ from ultimat3_jobs.definitions import (
     check_declaration,
 )
 from ultimat3_jobs.drivers import get_driver
-from ultimat3_jobs.errors import EnqueueRefused, JobDeclarationInvalid, Terminal
+from ultimat3_jobs.errors import EnqueueRefused, JobDeclarationInvalid
 from ultimat3_jobs.registry import registry
+from ultimat3_jobs.tasks_bodies import async_body, sync_body
+from ultimat3_jobs.tasks_json import json_form
 from ultimat3_jobs.types import JOB_NAME_PATTERN, QUEUE_NAME_PATTERN, JobRecord, JobState
 
 JOB_PREFIX = "django.tasks:"
@@ -70,7 +72,8 @@ _STATUS = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobsTask(Task):  # type: ignore[type-arg]  # generic in the stubs only
     """A Task with ultimat3-jobs' retry options. With Django 6.1, ``@task(max_attempts=5)``
-    reaches these fields; ``None`` takes the backend's ``OPTIONS``, then the settings."""
+    reaches these fields; ``None`` takes the backend's ``OPTIONS``, then the settings (for
+    ``max_attempts``: 1, so a task that raises runs once, as Django describes)."""
 
     max_attempts: int | None = None
     backoff_base_seconds: float | None = None
@@ -128,18 +131,20 @@ class JobsBackend(BaseTaskBackend):
             value = getattr(task, key, None)
             return value if value is not None else self.options.get(key)
 
+        # Django's contract: a task that raises is FAILED after one run, unless retries are asked.
+        attempts = option("max_attempts")
         retry = Retry(
-            attempts=option("max_attempts"),
+            attempts=1 if attempts is None else attempts,
             backoff_base_seconds=option("backoff_base_seconds"),
             backoff_cap_seconds=option("backoff_cap_seconds"),
             jitter=option("jitter"),
         )
         name = job_name(task)
         retry.check(name)
-        body = _async_body(self, task) if inspect.iscoroutinefunction(task.func) else None
+        body = async_body(self, task) if inspect.iscoroutinefunction(task.func) else None
         definition = JobDefinition(
             name=name,
-            fn=body or _sync_body(self, task),
+            fn=body or sync_body(self, task),
             queue=task.queue_name,
             priority=task.priority,
             retry=retry,
@@ -147,7 +152,7 @@ class JobsBackend(BaseTaskBackend):
             tenant="none",
             dead_letter=bool(self.options.get("dead_letter", True)),
             is_async=body is not None,
-            signature=inspect.signature(_sync_body(self, task)),
+            signature=inspect.signature(sync_body(self, task)),
         )
         check_declaration(definition)
         return definition
@@ -159,9 +164,12 @@ class JobsBackend(BaseTaskBackend):
         options = EnqueueOptions(
             run_at=task.run_after, priority=task.priority, queue=task.queue_name
         )
-        result = enqueue(
-            self.definition(task), {"args": list(args), "kwargs": dict(kwargs)}, options
-        )
+        args = json_form(list(args), "input.args")
+        kwargs = json_form(dict(kwargs), "input.kwargs")
+        stored = {"args": args, "kwargs": kwargs}
+        if task.run_after is not None:
+            stored["run_after"] = task.run_after.isoformat()
+        result = enqueue(self.definition(task), stored, options)
         task_result: TaskResult[Any, Any] = TaskResult(
             task=task,
             id=str(result.id),
@@ -170,8 +178,8 @@ class JobsBackend(BaseTaskBackend):
             started_at=None,
             last_attempted_at=None,
             finished_at=None,
-            args=list(args),
-            kwargs=dict(kwargs),
+            args=args,
+            kwargs=kwargs,
             backend=self.alias,
             errors=[],
             worker_ids=[],
@@ -194,14 +202,15 @@ class JobsBackend(BaseTaskBackend):
         return self.result_from(task, record)
 
     def result_from(self, task: Task[Any, Any], record: JobRecord) -> TaskResult[Any, Any]:
-        """A TaskResult from a stored job: one error and one worker id per attempt."""
+        """A TaskResult from a stored job: the task as it was enqueued, one error and one worker
+        id per attempt."""
         errors = record.errors or []
         worker_ids = [str(e.get("worker_id") or "") for e in errors]
         if record.state in (JobState.RUNNING, JobState.COMPLETED) and record.worker_id:
             worker_ids.append(record.worker_id)
         stored = record.input if isinstance(record.input, dict) else {}
         result: TaskResult[Any, Any] = TaskResult(
-            task=task,
+            task=_as_enqueued(task, record, stored.get("run_after")),
             id=str(record.id),
             status=_STATUS[record.state],
             enqueued_at=record.created_at,
@@ -259,6 +268,35 @@ class JobsBackend(BaseTaskBackend):
         return messages
 
 
+def _as_enqueued(task: Task[Any, Any], record: JobRecord, run_after: Any) -> Task[Any, Any]:
+    """``task`` with the queue, priority and ``run_after`` its job was enqueued with. Built
+    without ``Task.using()``, whose validation would refuse a stored job whose queue has since
+    left ``QUEUES`` (and which cannot clear ``run_after``)."""
+    changes = {
+        "queue_name": record.queue,
+        "priority": record.priority,
+        "run_after": _stored_datetime(run_after),
+    }
+    if all(getattr(task, key) == value for key, value in changes.items()):
+        return task
+    enqueued = object.__new__(type(task))
+    for field in fields(task):
+        value = changes.get(field.name, getattr(task, field.name))
+        object.__setattr__(enqueued, field.name, value)
+    return enqueued
+
+
+def _stored_datetime(value: Any) -> datetime | None:
+    """The ``run_after`` an input holds; ``None`` for a job stored without one (enqueued with
+    no ``run_after``, or by an earlier version) or with one that is not ISO 8601."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
 def _resolve(name: str) -> JobHandle | None:
     """The job of a stored ``django.tasks:`` name. Only a module inside an installed app is
     imported, and only a Task of a JobsBackend is accepted: a stored name never makes the worker
@@ -280,97 +318,6 @@ def _resolve(name: str) -> JobHandle | None:
     handle = JobHandle(backend.definition(task))
     handle.task = task  # type: ignore[attr-defined]
     return handle
-
-
-def _running_result(
-    backend: JobsBackend, task: Task[Any, Any], job_id: uuid.UUID
-) -> TaskResult[Any, Any]:
-    record = get_driver().job_get(job_id=job_id)
-    if record is None:
-        raise Terminal(f"job {job_id} disappeared while starting")
-    return backend.result_from(task, record)
-
-
-def _finish(result: TaskResult[Any, Any], status: TaskResultStatus) -> None:
-    object.__setattr__(result, "status", status)
-    object.__setattr__(result, "finished_at", timezone.now())
-
-
-def _failed(
-    backend: JobsBackend, result: TaskResult[Any, Any], exc: BaseException, final: bool
-) -> None:
-    kind = type(exc)
-    result.errors.append(
-        TaskError(
-            exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
-            traceback="".join(traceback.format_exception(exc)),
-        )
-    )
-    if final:
-        _finish(result, TaskResultStatus.FAILED)
-        task_finished.send(type(backend), task_result=result)
-
-
-def _json_return(task: Task[Any, Any], value: Any) -> Any:
-    try:
-        return normalize_json(value)
-    except (TypeError, ValueError) as exc:
-        raise Terminal(
-            f"the return value of task {task.module_path} is not JSON ({exc}); return JSON data"
-        ) from None
-
-
-def _begin(backend: JobsBackend, task: Task[Any, Any], result: Any, args: list[Any]) -> list[Any]:
-    """Send ``task_started``; answer the positional arguments the task is called with."""
-    task_started.send(type(backend), task_result=result)
-    return [TaskContext(task_result=result), *args] if task.takes_context else args
-
-
-def _end(backend: JobsBackend, result: Any, value: Any) -> Any:
-    """The task returned ``value`` (its JSON form): the result marked successful and
-    ``task_finished`` sent."""
-    object.__setattr__(result, "_return_value", value)
-    _finish(result, TaskResultStatus.SUCCESSFUL)
-    task_finished.send(type(backend), task_result=result)
-    return value
-
-
-def _end_failed(backend: JobsBackend, result: Any, exc: Exception, ctx: Any) -> None:
-    """The task raised: its error recorded, ``task_finished`` sent only when no retry follows
-    (called inside the ``except`` block, as Django's receivers expect)."""
-    _failed(backend, result, exc, isinstance(exc, Terminal) or ctx.attempt >= ctx.max_attempts)
-
-
-def _sync_body(backend: JobsBackend, task: Task[Any, Any]) -> Any:
-    def run_task(ctx: Any, *, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        result = _running_result(backend, task, ctx.job_id)
-        call_args = _begin(backend, task, result, args)
-        try:
-            raw = task.call(*call_args, **kwargs)
-            value = _json_return(task, raw)
-        except Exception as exc:
-            _end_failed(backend, result, exc, ctx)
-            raise
-        return _end(backend, result, value)
-
-    return run_task
-
-
-def _async_body(backend: JobsBackend, task: Task[Any, Any]) -> Any:
-    from asgiref.sync import sync_to_async
-
-    async def run_task(ctx: Any, *, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        result = await sync_to_async(_running_result)(backend, task, ctx.job_id)
-        call_args = _begin(backend, task, result, args)
-        try:
-            raw = await task.acall(*call_args, **kwargs)
-            value = _json_return(task, raw)
-        except Exception as exc:
-            _end_failed(backend, result, exc, ctx)
-            raise
-        return _end(backend, result, value)
-
-    return run_task
 
 
 # Registered on import: the app's ready() imports this module whenever TASKS names the backend,

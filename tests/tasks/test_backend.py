@@ -173,11 +173,13 @@ def test_a_job_that_is_not_a_task_is_not_a_result() -> None:
         task_backends["default"].get_result(str(job.id))
 
 
-def test_arguments_that_would_not_come_back_the_same_are_refused() -> None:
-    with pytest.raises(JobInputInvalid, match="tuple"):
-        tasks.add.enqueue((1, 2), 3)
-    with pytest.raises(JobInputInvalid, match="keys must be strings"):
-        tasks.add.enqueue({1: "a"}, 2)
+def test_arguments_json_cannot_carry_are_refused_naming_the_field() -> None:
+    with pytest.raises(JobInputInvalid, match=r"input\.args\[0\]\[1\]: builtins\.set is not"):
+        tasks.add.enqueue((1, {2}), 3)
+    with pytest.raises(JobInputInvalid, match=r"input\.kwargs\.b: two keys become '1'"):
+        tasks.add.enqueue(1, b={1: "a", "1": "b"})
+    with pytest.raises(JobInputInvalid, match=r"input\.args\[0\]: .* \(tuple\) has no JSON form"):
+        tasks.add.enqueue({(1, 2): "a"}, 2)
     assert not Job.objects.exists()
 
 
