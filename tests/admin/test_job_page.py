@@ -1,5 +1,7 @@
-"""A job's page: input redacted unless the user may see it, one block per failed attempt with its
-traceback, progress, timings, result; its buttons run the actions on that job."""
+"""A job's page: input redacted unless the user may see it (whole for a job name this process
+does not know), one block per failed attempt (its message and traceback only for a user who may
+see input), the key of a sensitive job masked, progress, timings, result; its buttons run the
+actions on that job, pause or resume as its name is."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The job changelist and a job's page, with one admin action per operator verb.
+"""The job admin: the changelist's filters and search, a job's page, and one admin action per
+operator verb (the changelist's rows and cells are in :mod:`~ultimat3_jobs.admin.changelist`,
+the job page's pieces in :mod:`~ultimat3_jobs.admin.job_page`; what a user may see of a job
+is decided by :mod:`~ultimat3_jobs.operator.redaction`).
 
 Layer: surface. Reads the ``x_jobs`` table through the ORM (the changelist, a page of rows) and
 the driver (a job in full, through :mod:`~ultimat3_jobs.operator.introspection`); every change
