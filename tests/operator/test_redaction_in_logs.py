@@ -125,3 +125,32 @@ def test_the_idempotency_key_of_a_sensitive_job_is_masked() -> None:
     assert revealed["idempotency_key"] == SENTINEL
     revealed_list = json.loads(jobs_command("list", "--json", "--reveal"))["jobs"]
     assert {row["idempotency_key"] for row in revealed_list} == {SENTINEL, "plain-7"}
+
+
+def test_the_rule_in_one_place() -> None:
+    from ultimat3_jobs.operator.redaction import disclosure, key_searchable_names
+
+    unknown = disclosure("not.declared.here", reveal=False)
+    assert (unknown.known, unknown.payload_whole, unknown.key_shown) == (False, True, False)
+    assert unknown.payload({"a": 1}) == "[redacted]"
+    assert unknown.payload(None) is None  # nothing stored tells nothing
+    sensitive = disclosure("tests.secret", reveal=False)
+    assert sensitive.payload({"api_token": "t", "account": 1}) == {
+        "api_token": "[redacted]",
+        "account": 1,
+    }
+    assert sensitive.idempotency_key("k") == "[redacted]"
+    assert sensitive.idempotency_key(None) is None
+    plain = disclosure("tests.echo", reveal=False)
+    assert plain.idempotency_key("k") == "k"
+    error = {"attempt": 1, "error_class": "E", "message": "m", "traceback": "t"}
+    assert plain.error(error) == {**error, "message": "[redacted]", "traceback": "[redacted]"}
+    assert error["message"] == "m"  # the stored value is not changed
+    for name in ("not.declared.here", "tests.secret", "tests.echo"):
+        revealed = disclosure(name, reveal=True)
+        assert revealed.payload({"api_token": "t"}) == {"api_token": "t"}
+        assert revealed.error(error) == error
+        assert revealed.idempotency_key("k") == "k"
+    names = key_searchable_names(reveal=False)
+    assert names is not None and "tests.echo" in names and "tests.secret" not in names
+    assert key_searchable_names(reveal=True) is None
