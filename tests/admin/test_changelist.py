@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.admin.conftest import job_failed_twice, job_in_state
 from tests.drivers.support import enqueue
-from ultimat3_jobs.admin.jobs import LIST_COLUMNS
+from ultimat3_jobs.admin.changelist import LIST_COLUMNS
 from ultimat3_jobs.admin.paginator import WindowPaginator
 from ultimat3_jobs.models import Job
 

@@ -1,12 +1,17 @@
-"""A job's page: input redacted unless the user may see it, one block per failed attempt with its
-traceback, progress, timings, result; its buttons run the actions on that job."""
+"""A job's page: input redacted unless the user may see it (whole for a job name this process
+does not know), one block per failed attempt (its message and traceback only for a user who may
+see input), the key of a sensitive job masked, progress, timings, result; its buttons run the
+actions on that job, pause or resume as its name is."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from tests.admin.conftest import job_failed_twice, job_in_state
 from tests.drivers.support import claim_one, enqueue, state_of
+from ultimat3_jobs.models import Job
 from ultimat3_jobs.types import AckItem, JobState
 
 CHANGELIST = "/admin/ultimat3_jobs/job/"
@@ -73,7 +78,7 @@ def test_input_is_shown_to_a_user_with_view_job_input(role, role_client, secret_
 
 
 def test_one_block_per_failed_attempt_with_its_traceback(role_client, secret_job):
-    html = page(role_client("viewer"), secret_job)
+    html = page(role_client("input_viewer"), secret_job)
     assert "Failed attempts (2)" in html
     assert html.count('class="u3j-attempt-error"') == 2
     assert "Attempt 1: builtins.ValueError" in html
@@ -81,6 +86,24 @@ def test_one_block_per_failed_attempt_with_its_traceback(role_client, secret_job
     assert "FIRST-TB" in html and "SECOND-TB" in html
     assert html.index("FIRST-TB") < html.index("SECOND-TB")
     assert "2 of 3" in html  # attempt of max_attempts
+    assert "boom 1" in html and "boom 2" in html
+    assert "withheld" not in html
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "runner", "pauser_viewer"])
+def test_messages_and_tracebacks_are_withheld_without_view_job_input(
+    role, role_client, jobs_driver
+):
+    # A job that declares nothing sensitive: its exception messages may still echo its input.
+    job_id = job_failed_twice(jobs_driver, name="tests.echo")
+    html = page(role_client(role), job_id)
+    assert "Failed attempts (2)" in html
+    assert html.count('class="u3j-attempt-error"') == 2
+    assert "Attempt 1: builtins.ValueError" in html  # the class, attempt and worker are shown
+    assert "worker worker-1" in html
+    assert "boom 1" not in html and "boom 2" not in html
+    assert "FIRST-TB" not in html and "SECOND-TB" not in html
+    assert 'id="job-errors-withheld"' in html
 
 
 def test_progress_timings_and_result(role_client, jobs_driver):
@@ -111,8 +134,6 @@ def test_progress_timings_and_result(role_client, jobs_driver):
 
 def test_a_result_is_redacted_like_input(role_client, jobs_driver):
     job_id = job_in_state(jobs_driver, "running")
-    from ultimat3_jobs.models import Job
-
     Job.objects.filter(id=job_id).update(result={"token": SENTINEL}, state="completed")
     html = page(role_client("viewer"), job_id)
     assert SENTINEL not in html
@@ -203,3 +224,110 @@ def test_remove_asks_first(role_client, jobs_driver):
     )
     assert "Removed 1 job." in confirmed.content.decode()
     assert state_of(jobs_driver, job_id) is None
+
+
+UNKNOWN_NAME = "billing.renamed_long_ago"
+INPUT_SENTINEL = "INPUT-SENTINEL-7a1f"
+PROGRESS_SENTINEL = "PROGRESS-SENTINEL-7a1f"
+RESULT_SENTINEL = "RESULT-SENTINEL-7a1f"
+
+
+@pytest.fixture
+def unknown_job(jobs_driver):
+    """A completed job of a name no ``jobs.py`` of this process declares, whose input,
+    progress and result hold values under keys no pattern takes for secret."""
+    job_id = job_in_state(
+        jobs_driver,
+        "running",
+        name=UNKNOWN_NAME,
+        input_json='{"customer": "' + INPUT_SENTINEL + '", "nested": {"amount": 12}}',
+    )
+    Job.objects.filter(id=job_id).update(
+        progress={"current": 1, "total": 2, "note": PROGRESS_SENTINEL},
+        result={"receipt": RESULT_SENTINEL},
+        state="completed",
+    )
+    return job_id
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "runner", "pauser_viewer"])
+def test_a_job_name_this_process_does_not_know_is_redacted_whole(role, role_client, unknown_job):
+    html = page(role_client(role), unknown_job)
+    for sentinel in (INPUT_SENTINEL, PROGRESS_SENTINEL, RESULT_SENTINEL):
+        assert sentinel not in html
+    assert "amount" not in html and "receipt" not in html  # not even the keys
+    assert 'id="job-unknown-name"' in html
+    assert html.count("&quot;[redacted]&quot;") == 3  # input, progress, result
+    assert "<progress" not in html  # a redacted progress draws no bar
+
+
+@pytest.mark.parametrize("role", ["superuser", "input_viewer"])
+def test_a_job_name_this_process_does_not_know_is_shown_with_view_job_input(
+    role, role_client, unknown_job
+):
+    html = page(role_client(role), unknown_job)
+    for sentinel in (INPUT_SENTINEL, PROGRESS_SENTINEL, RESULT_SENTINEL):
+        assert sentinel in html
+    assert 'id="job-unknown-name"' not in html
+
+
+KEY_SENTINEL = "customer-4417-card-KEY-SENTINEL"
+
+
+def listed_ids(html: str) -> list[str]:
+    """The jobs a changelist lists (by their links: a viewer has no checkboxes)."""
+    return re.findall(r'href="/admin/ultimat3_jobs/job/([0-9a-f-]{36})/change/', html)
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "runner", "pauser_viewer"])
+def test_the_key_of_a_sensitive_job_is_masked(role, role_client, jobs_driver):
+    job_id = enqueue(
+        jobs_driver,
+        name="tests.secret",
+        idempotency_key=KEY_SENTINEL,
+        input_json='{"account": 1, "api_token": "x"}',
+    )
+    open_key = enqueue(jobs_driver, name="tests.echo", idempotency_key="plain-key-1")
+    client = role_client(role)
+    html = page(client, job_id)
+    assert KEY_SENTINEL not in html
+    key_row = html.split('<th scope="row">idempotency key</th>')[1].split("</tr>")[0]
+    assert "[redacted]" in key_row
+    for url in (CHANGELIST, f"{CHANGELIST}?q={job_id}", f"{CHANGELIST}?name=tests.secret"):
+        body = client.get(url).content.decode()
+        assert str(job_id) in body, url
+        assert KEY_SENTINEL not in body, url
+    # A search by the masked key finds nothing: it would tell the key to whoever guessed it.
+    assert listed_ids(client.get(CHANGELIST, {"q": KEY_SENTINEL}).content.decode()) == []
+    # The key of a job that declares nothing sensitive is shown, and found.
+    assert "plain-key-1" in page(client, open_key)
+    found = client.get(CHANGELIST, {"q": "plain-key-1"}).content.decode()
+    assert listed_ids(found) == [str(open_key)]
+
+
+@pytest.mark.parametrize("role", ["superuser", "input_viewer"])
+def test_the_key_of_a_sensitive_job_is_shown_with_view_job_input(role, role_client, jobs_driver):
+    job_id = enqueue(jobs_driver, name="tests.secret", idempotency_key=KEY_SENTINEL)
+    client = role_client(role)
+    assert KEY_SENTINEL in page(client, job_id)
+    assert KEY_SENTINEL in client.get(CHANGELIST).content.decode()  # on hover over the id
+    assert listed_ids(client.get(CHANGELIST, {"q": KEY_SENTINEL}).content.decode()) == [str(job_id)]
+
+
+@pytest.mark.parametrize("role", ["superuser", "pauser_viewer"])
+def test_the_page_offers_pause_or_resume_never_both(role, role_client, jobs_driver):
+    job_id = enqueue(jobs_driver, name="tests.noop")
+    client = role_client(role)
+    html = page(client, job_id)
+    assert "Pause this job name" in html
+    assert "Resume this job name" not in html
+    jobs_driver.pause_add(scope="job", target="tests.noop")
+    html = page(client, job_id)
+    assert "Resume this job name" in html
+    assert "Pause this job name" not in html
+    # Another name's pause changes nothing for this one.
+    jobs_driver.pause_remove(scope="job", target="tests.noop")
+    jobs_driver.pause_add(scope="job", target="tests.echo")
+    html = page(client, job_id)
+    assert "Pause this job name" in html
+    assert "Resume this job name" not in html

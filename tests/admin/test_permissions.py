@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 
-from tests.admin.conftest import ROLES, job_in_state
-from tests.drivers.support import enqueue, get, state_of
+from tests.admin.conftest import FIRST_IN_LINE, ROLES, job_in_state
+from tests.drivers.support import attempt_error, claim_one, enqueue, get, state_of
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.models import JobPause
 from ultimat3_jobs.types import JobState
@@ -140,7 +140,8 @@ def test_changelist_offers_exactly_the_permitted_actions(role, role_client, jobs
     assert page.status_code == 200
     buttons = set(re.findall(r'name="job_action" value="([^"]+)"', page.content.decode()))
     live = {"cancel_jobs", "promote_jobs", "remove_jobs", "retry_failed_of_name"}
-    live |= {"pause_job_names", "resume_job_names"}
+    # Pause or resume, whichever fits: the resume case above paused the job's name.
+    live |= {"resume_job_names"}
     assert buttons == expected & live
 
 
@@ -246,6 +247,70 @@ def test_staff_without_any_job_permission_sees_none_of_the_pages(db):
     client.force_login(User.objects.create_user("bare", is_staff=True))
     for url in (CHANGELIST, QUEUES, DASHBOARD, PAUSES, WORKERS):
         assert client.get(url).status_code == 403, url
+
+
+# -- what a role sees of a job: view_job_input reveals, nothing else does ----------------------
+
+REVEALS = frozenset({"superuser", "input_viewer"})
+"""The roles that hold ``view_job_input`` (a superuser holds every permission)."""
+UNKNOWN_SENTINEL = "UNKNOWN-NAME-SENTINEL-31c"
+MESSAGE_SENTINEL = "MESSAGE-SENTINEL-31c"
+TRACEBACK_SENTINEL = "TRACEBACK-SENTINEL-31c"
+KEY_SENTINEL = "KEY-SENTINEL-31c"
+
+
+def _failed_echoing_its_input(driver: JobDriver) -> uuid.UUID:
+    """A failed ``tests.echo`` job (nothing declared sensitive) whose error echoes input."""
+    job_id = enqueue(driver, name="tests.echo", **FIRST_IN_LINE)
+    claimed = claim_one(driver)
+    error = attempt_error(
+        1,
+        message=f"no customer {MESSAGE_SENTINEL}",
+        traceback=f"Traceback (most recent call last):\n  {TRACEBACK_SENTINEL}\n",
+    )
+    assert driver.job_nack(
+        job_id=job_id, claim_token=claimed.claim_token, action="fail", error=error
+    )
+    return job_id
+
+
+def _listed(html: str) -> list[str]:
+    return re.findall(r'href="/admin/ultimat3_jobs/job/([0-9a-f-]{36})/change/', html)
+
+
+@pytest.mark.parametrize("role", sorted(SEES_JOBS))
+def test_what_each_role_sees_of_a_job_follows_view_job_input(role, role_client, jobs_driver):
+    unknown = enqueue(
+        jobs_driver, name="gone.renamed_job", input_json=f'{{"note": "{UNKNOWN_SENTINEL}"}}'
+    )
+    failed = _failed_echoing_its_input(jobs_driver)
+    keyed = enqueue(jobs_driver, name="tests.secret", idempotency_key=KEY_SENTINEL)
+    client = role_client(role)
+    reveal = role in REVEALS
+    pages = {
+        "unknown name": client.get(f"{CHANGELIST}{unknown}/change/").content.decode(),
+        "failed attempts": client.get(f"{CHANGELIST}{failed}/change/").content.decode(),
+        "sensitive key": client.get(f"{CHANGELIST}{keyed}/change/").content.decode(),
+        "changelist": client.get(CHANGELIST).content.decode(),
+        "search by id": client.get(CHANGELIST, {"q": str(keyed)}).content.decode(),
+    }
+    shown = {
+        "unknown name": UNKNOWN_SENTINEL in pages["unknown name"],
+        "message": MESSAGE_SENTINEL in pages["failed attempts"],
+        "traceback": TRACEBACK_SENTINEL in pages["failed attempts"],
+        "key": KEY_SENTINEL in pages["sensitive key"],
+        # The changelist: the last error's message and the key, on hover.
+        "message in list": MESSAGE_SENTINEL in pages["changelist"],
+        "key in list": KEY_SENTINEL in pages["changelist"],
+        "key in search": KEY_SENTINEL in pages["search by id"],
+        "found by key": _listed(client.get(CHANGELIST, {"q": KEY_SENTINEL}).content.decode())
+        == [str(keyed)],
+    }
+    assert shown == dict.fromkeys(shown, reveal)
+    if not reveal:
+        assert "[redacted]" in pages["unknown name"]
+        assert "[redacted]" in pages["sensitive key"]
+        assert "builtins.ValueError" in pages["failed attempts"]  # the class is never hidden
 
 
 def csrf_token(client: Client, url: str) -> str:

@@ -148,3 +148,48 @@ def test_workers_are_visible_and_read_only(role_client, jobs_driver):
     assert "host-1:123" not in client.get(f"{WORKERS}?live=no").content.decode()
     assert client.get(f"{WORKERS}add/").status_code == 403
     assert 'name="action"' not in html
+
+
+def test_the_workers_list_reads_queues_and_demand_as_text(role_client, jobs_driver):
+    for _ in range(3):
+        enqueue(jobs_driver, queue="emails")
+    jobs_driver.worker_heartbeat(
+        worker_id="host-2:7",
+        host="host-2",
+        pid=7,
+        queues=["emails", "default"],
+        slots=4,
+        ttl_seconds=60,
+    )
+    jobs_driver.worker_heartbeat(
+        worker_id="host-3:8", host="host-3", pid=8, queues=["idle"], slots=1, ttl_seconds=60
+    )
+    client = role_client("viewer")
+    html = client.get(WORKERS).content.decode()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    assert "emails, default" in text
+    assert "3 jobs waiting (emails 3)" in text
+    assert "no job waiting" in text
+    # Not the JSON the rows hold.
+    assert "[&quot;emails&quot;" not in html and '["emails"' not in html
+    assert "{&quot;emails&quot;" not in html and "&#x27;emails&#x27;" not in html
+    page = client.get(f"{WORKERS}host-2:7/change/")
+    assert page.status_code == 200
+    detail = page.content.decode()
+    assert "emails, default" in detail and "3 jobs waiting (emails 3)" in detail
+    assert "[&quot;emails&quot;" not in detail
+
+
+@pytest.mark.parametrize(
+    ("demand", "text"),
+    [
+        ({}, "no job waiting"),
+        ({"mail": 1}, "1 job waiting"),
+        ({"mail": 1000, "default": 2}, "at least 1,002 jobs waiting (default 2, mail 1,000)"),
+        ({"mail": "x"}, "no job waiting"),
+    ],
+)
+def test_demand_text(demand, text):
+    from ultimat3_jobs.admin.workers import demand_text
+
+    assert demand_text(demand) == text

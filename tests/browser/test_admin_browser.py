@@ -157,3 +157,98 @@ def test_login_pause_cancel_and_see_the_chart(live_server, operator_and_data, tm
     assert (pause.paused_by, pause.reason) == ("admin:ops", "smtp provider down")
     record = get_driver().job_get(job_id=job_id)
     assert record is not None and record.state is JobState.CANCELLED
+
+
+WIDE_NAMES = (
+    "billing.invoices.send_monthly_statement_with_attachments",
+    "notifications.push.deliver_to_every_registered_device",
+    "reports.exports.render_quarterly_revenue_spreadsheet",
+    "tests.echo",
+)
+WIDE_QUEUES = ("notifications-high-priority", "billing-exports", "default")
+WIDE_ERRORS = (
+    "requests.exceptions.ConnectionError",
+    "billing.providers.stripe.errors.PaymentProviderTimeoutError",
+    "builtins.ValueError",
+)
+
+
+@pytest.fixture
+def a_full_page_of_jobs(transactional_db, settings):
+    """A viewer, and 120 jobs as a busy project has them: long dotted names and queue names,
+    tenant ids, every state, failed attempts with long error classes, finished times."""
+    import django.contrib.admin
+    from django.contrib.auth.models import Permission, User
+    from django.utils import timezone
+
+    from ultimat3_jobs.models import Job
+    from ultimat3_jobs.types import JobState, new_job_id
+
+    settings.STATIC_ROOT = str(Path(django.contrib.admin.__file__).parent / "static")
+    user = User.objects.create_user("watch", password=PASSWORD, is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="ultimat3_jobs", codename="view_job")
+    )
+    states = [state.value for state in JobState]
+    now = timezone.now()
+    rows = []
+    for number in range(120):
+        state = states[number % len(states)]
+        error_class = WIDE_ERRORS[number % len(WIDE_ERRORS)]
+        failed = state in ("failed", "queued") and number % 2 == 0
+        rows.append(
+            Job(
+                id=new_job_id(),
+                name=WIDE_NAMES[number % len(WIDE_NAMES)],
+                queue=WIDE_QUEUES[number % len(WIDE_QUEUES)],
+                state=state,
+                input={"n": number},
+                tenant_id=f"org_01HZX4T9K2M7Q8R5{number:04d}",
+                idempotency_key=f"statement:2026-11:customer-{number:08d}",
+                attempt=3 if failed else 1,
+                max_attempts=25,
+                errors=[
+                    {"attempt": attempt, "error_class": error_class, "message": "timed out"}
+                    for attempt in range(1, 4)
+                ]
+                if failed
+                else [],
+                run_at=now - timezone.timedelta(days=2, minutes=number),
+                started_at=None if state == "queued" else now - timezone.timedelta(days=2),
+                finished_at=now - timezone.timedelta(days=1)
+                if state in ("completed", "failed", "cancelled")
+                else None,
+            )
+        )
+    Job.objects.bulk_create(rows)
+
+
+def test_the_job_list_fits_1400_pixels(live_server, a_full_page_of_jobs, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    base = live_server.url
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{base}/admin/login/?next=/admin/ultimat3_jobs/job/")
+            page.fill("#id_username", "watch")
+            page.fill("#id_password", PASSWORD)
+            page.click("input[type=submit]")
+            expect(page.locator("#result_list tbody tr")).to_have_count(100)
+            widths = page.evaluate(
+                "() => ({page: document.documentElement.scrollWidth,"
+                " table: document.querySelector('#result_list').scrollWidth,"
+                " box: document.querySelector('#changelist .results').clientWidth})"
+            )
+            page.screenshot(path=str(tmp_path / "job-list-1400.png"))
+        finally:
+            browser.close()
+    keep = os.environ.get("ULTIMAT3_BROWSER_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "job-list-1400.png", Path(keep) / "job-list-1400.png")
+    assert widths["page"] <= 1400, widths
+    assert widths["table"] <= widths["box"], widths

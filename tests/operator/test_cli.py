@@ -122,13 +122,13 @@ def test_list_filters() -> None:
     assert listed("--tenant", "acme") == [str(math)]
     assert listed("--search", "invoice-7") == [str(keyed)]
     assert listed("--search", str(failed)) == [str(failed)]
-    (row,) = run_json("list", "--state", "failed")["jobs"]
+    (row,) = run_json("list", "--state", "failed", "--reveal")["jobs"]
     assert (row["error_count"], row["last_error_class"], row["last_error_message"]) == (
         2,
         "builtins.RuntimeError",
         "second",
     )
-    assert "second" in run("list", "--state", "failed")
+    assert "second" in run("list", "--state", "failed", "--reveal")
 
 
 @pytest.mark.parametrize(
@@ -151,7 +151,7 @@ def test_list_refusals(args: tuple[str, ...]) -> None:
 def test_show_prints_the_row_with_errors_and_tracebacks() -> None:
     job_id = jobs.echo.using(priority=7).enqueue(n=3)
     fail_now(job_id.id, "went wrong", "went wrong again")
-    text = run("show", str(job_id.id))
+    text = run("show", str(job_id.id), "--reveal")
     assert f"id:               {job_id.id}" in text
     assert "state:            failed" in text
     assert "priority:         7" in text
@@ -159,7 +159,7 @@ def test_show_prints_the_row_with_errors_and_tracebacks() -> None:
     assert "builtins.RuntimeError: went wrong again" in text
     assert "Traceback (most recent call last):" in text
     assert "File 'x.py', line 2" in text
-    detail = run_json("show", str(job_id.id))
+    detail = run_json("show", str(job_id.id), "--reveal")
     assert detail["id"] == str(job_id.id)
     assert detail["state"] == "failed"
     assert [error["message"] for error in detail["errors"]] == ["went wrong", "went wrong again"]

@@ -1,4 +1,7 @@
-"""The job changelist and a job's page, with one admin action per operator verb.
+"""The job admin: the changelist's filters and search, a job's page, and one admin action per
+operator verb (the changelist's rows and cells are in :mod:`~ultimat3_jobs.admin.changelist`,
+the job page's pieces in :mod:`~ultimat3_jobs.admin.job_page`; what a user may see of a job
+is decided by :mod:`~ultimat3_jobs.operator.redaction`).
 
 Layer: surface. Reads the ``x_jobs`` table through the ORM (the changelist, a page of rows) and
 the driver (a job in full, through :mod:`~ultimat3_jobs.operator.introspection`); every change
@@ -13,25 +16,21 @@ facet counts.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import PAGE_VAR, ChangeList
-from django.db.models import F, Func, IntegerField, QuerySet
-from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils import timezone
-from django.utils.html import format_html
 
-from ultimat3_jobs.admin import dashboard, queues
+from ultimat3_jobs.admin import dashboard, job_page, queues
+from ultimat3_jobs.admin.changelist import JobChangeList, JobListColumns
 from ultimat3_jobs.admin.paginator import WindowPaginator
 from ultimat3_jobs.admin.permissions import (
     CANCEL_JOB,
@@ -48,26 +47,12 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import JobNotFound
 from ultimat3_jobs.models import Job
 from ultimat3_jobs.operator import introspection, verbs
+from ultimat3_jobs.operator.redaction import disclosure, key_searchable_names
 from ultimat3_jobs.registry import registry
 from ultimat3_jobs.types import FINISHED_STATES, LIVE_STATES, BulkResult, JobState
 
 ACTION_LIMIT = 1000
 """An action acts on at most this many jobs; a larger selection is refused, not cut."""
-
-LIST_COLUMNS = (
-    "id",
-    "name",
-    "queue",
-    "state",
-    "priority",
-    "run_at",
-    "tenant_id",
-    "attempt",
-    "max_attempts",
-    "created_at",
-    "finished_at",
-)
-"""The columns a changelist page reads: never the input, result, progress or tracebacks."""
 
 SUMMARY_FIELDS = (
     "id",
@@ -180,86 +165,15 @@ class TenantFilter(admin.SimpleListFilter):
         ]
 
 
-# -- the changelist ---------------------------------------------------------------------------
-
-
-class JobChangeList(ChangeList):
-    """Reads only :data:`LIST_COLUMNS`, and serves the rows :class:`WindowPaginator` read."""
-
-    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> Any:
-        queryset = super().get_queryset(request, exclude_parameters)
-        return queryset.only(*LIST_COLUMNS).annotate(
-            error_count=Func(
-                F("errors"), function="jsonb_array_length", output_field=IntegerField()
-            ),
-            last_error_class=KeyTextTransform("error_class", KeyTransform("-1", "errors")),
-        )
-
-    def get_ordering(self, request: HttpRequest, queryset: Any) -> list[Any]:
-        """Newest (or, sorted by the created column, oldest) first, with the id to break
-        ties in the same direction: the order of the index ``x_jobs_newest``, read forwards
-        or backwards, so a page is an index range, not a sort."""
-        ordering = list(super().get_ordering(request, queryset))
-        if ordering and ordering[0] in ("created_at", "-created_at"):
-            return [ordering[0], "-id" if ordering[0].startswith("-") else "id"]
-        return ordering
-
-    def get_results(self, request: HttpRequest) -> None:
-        super().get_results(request)
-        paginator = self.paginator
-        if isinstance(paginator, WindowPaginator):
-            self.result_list = paginator.rows
-            self.multi_page = paginator.page_number > 1 or paginator.has_next
-            self.can_show_all = False
-            # What the action bar says "N selected" of: the page, never the table.
-            self.result_count = len(paginator.rows)
-            self.has_next_page = paginator.has_next
-        else:  # pragma: no cover -- only if a subclass swaps the paginator
-            self.has_next_page = False
-
-    def page_url(self, number: int) -> str:
-        return str(self.get_query_string({PAGE_VAR: number}))
-
-    @property
-    def previous_page_url(self) -> str | None:
-        return self.page_url(self.page_num - 1) if self.page_num > 1 else None
-
-    @property
-    def next_page_url(self) -> str | None:
-        return self.page_url(self.page_num + 1) if self.has_next_page else None
-
-
-def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def _moment(value: datetime | None) -> str:
-    """A time in a list cell: the time of day when it is today, else the date too; the full
-    time on hover."""
-    if value is None:
-        return "-"
-    local = timezone.localtime(value)
-    short = "%H:%M:%S" if local.date() == timezone.localdate() else "%Y-%m-%d %H:%M"
-    return format_html(
-        '<span class="u3j-nowrap" title="{}">{}</span>', local.isoformat(), local.strftime(short)
-    )
-
-
-def _duration(later: datetime | None, earlier: datetime | None) -> float | None:
-    if later is None or earlier is None:
-        return None
-    return (later - earlier).total_seconds()
-
-
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class JobAdmin(JobListColumns, admin.ModelAdmin):  # type: ignore[type-arg]
     """Read-only jobs: filters, exact search, newest first, a page at a fixed cost, and an
     action per verb."""
 
     list_display = (
         "job_id",
-        "name",
-        "queue",
+        "job_name",
+        "job_queue",
         "state_badge",
         "attempts",
         "tenant",
@@ -354,54 +268,18 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Job], search_term: str
     ) -> tuple[QuerySet[Job], bool]:
-        """An exact job id, else an exact idempotency key: an equality, never a ``LIKE``."""
+        """An exact job id, else an exact idempotency key: an equality, never a ``LIKE``. A
+        key matches only jobs whose key the user may see (no oracle for a masked key)."""
         term = search_term.strip()
         if not term:
             return queryset, False
         try:
             job_id = uuid.UUID(term)
         except ValueError:
-            return queryset.filter(idempotency_key=term), False
+            names = key_searchable_names(reveal=has(request.user, VIEW_JOB_INPUT))
+            found = queryset.filter(idempotency_key=term)
+            return (found if names is None else found.filter(name__in=names)), False
         return queryset.filter(id=job_id), False
-
-    @admin.display(description="id")
-    def job_id(self, obj: Job) -> str:
-        # A UUIDv7 begins with its time, alike for jobs enqueued together: show its random
-        # end, and the whole id on hover (and on the job's page).
-        text = str(obj.id)
-        return format_html('<code class="u3j-nowrap" title="{}">…{}</code>', text, text[-12:])
-
-    @admin.display(description="state")
-    def state_badge(self, obj: Job) -> str:
-        return format_html('<span class="u3j-state u3j-state-{}">{}</span>', obj.state, obj.state)
-
-    @admin.display(description="tenant")
-    def tenant(self, obj: Job) -> str:
-        return obj.tenant_id or "-"
-
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj: Job) -> str:
-        return _moment(obj.created_at)
-
-    @admin.display(description="due")
-    def due(self, obj: Job) -> str:
-        return _moment(obj.run_at)
-
-    @admin.display(description="finished")
-    def finished(self, obj: Job) -> str:
-        return _moment(obj.finished_at)
-
-    @admin.display(description="attempts")
-    def attempts(self, obj: Job) -> str:
-        return f"{obj.attempt}/{obj.max_attempts}"
-
-    @admin.display(description="last error")
-    def last_error(self, obj: Job) -> str:
-        count = getattr(obj, "error_count", 0) or 0
-        if not count:
-            return "-"
-        error_class = getattr(obj, "last_error_class", None) or "?"
-        return f"{error_class} ({count} attempts)" if count > 1 else str(error_class)
 
     # -- a job's page ----------------------------------------------------------------------
 
@@ -428,43 +306,20 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if record is None:
             return {}
         reveal = has(request.user, VIEW_JOB_INPUT)
-        detail = introspection.record_as_json(record, reveal=reveal)
+        shown = disclosure(record.name, reveal=reveal)
+        detail = introspection.record_as_json(record, shown=shown)
         progress = detail["progress"]
-        percent = None
-        if isinstance(progress, dict):
-            current, total = progress.get("current"), progress.get("total")
-            if (
-                isinstance(current, int | float)
-                and isinstance(total, int | float)
-                and not isinstance(current, bool)
-                and not isinstance(total, bool)
-                and total > 0
-            ):
-                percent = max(0.0, min(100.0, 100.0 * current / total))
-        attempt_errors = []
-        for error in detail["errors"]:
-            if not isinstance(error, dict):
-                error = {"message": str(error)}
-            attempt_errors.append(
-                {
-                    "attempt": error.get("attempt"),
-                    "error_class": error.get("error_class") or "",
-                    "message": error.get("message") or "",
-                    "traceback": error.get("traceback") or "",
-                    "worker_id": error.get("worker_id") or "",
-                    "at": error.get("at") or "",
-                }
-            )
         state = record.state
         return {
             "job": detail,
             "reveal": reveal,
-            "sensitive_fields": sorted(introspection.sensitive_fields(record.name)),
-            "input_text": _pretty(detail["input"]),
-            "progress_text": None if progress is None else _pretty(progress),
-            "progress_percent": percent,
-            "result_text": None if record.result is None else _pretty(detail["result"]),
-            "attempt_errors": attempt_errors,
+            "shown": shown,
+            "sensitive_fields": sorted(shown.sensitive),
+            "input_text": job_page.pretty(detail["input"]),
+            "progress_text": None if progress is None else job_page.pretty(progress),
+            "progress_percent": job_page.progress_percent(progress),
+            "result_text": None if record.result is None else job_page.pretty(detail["result"]),
+            "attempt_errors": job_page.attempt_errors(detail["errors"]),
             "timings": [
                 ("created", record.created_at),
                 ("due (run_at)", record.run_at),
@@ -472,9 +327,9 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 ("finished", record.finished_at),
                 ("lease ends", record.lease_expires_at if state is JobState.RUNNING else None),
             ],
-            "waited_seconds": _duration(record.started_at, record.run_at),
-            "ran_seconds": _duration(record.finished_at, record.started_at),
-            "job_actions": self.job_page_actions(request, state),
+            "waited_seconds": job_page.duration(record.started_at, record.run_at),
+            "ran_seconds": job_page.duration(record.finished_at, record.started_at),
+            "job_actions": self.job_page_actions(request, state, name=record.name),
             "return_to_job": RETURN_TO_JOB,
             "changelist_url": reverse(
                 f"{self.admin_site.name}:ultimat3_jobs_job_changelist",
@@ -482,15 +337,19 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             ),
         }
 
-    def job_page_actions(self, request: HttpRequest, state: JobState) -> list[tuple[str, str]]:
+    def job_page_actions(
+        self, request: HttpRequest, state: JobState, *, name: str
+    ) -> list[tuple[str, str]]:
         """The buttons of a job's page, as (action name, label): the actions this user may
-        run that apply to a job in ``state`` (the verb refuses the others anyway)."""
+        run that apply to a job in ``state`` (the verb refuses the others anyway), with pause
+        or resume as job name ``name`` is (see :func:`job_page.fitting_buttons`)."""
         allowed = self.get_actions(request)
-        return [
-            (name, label)
-            for name, (label, states) in JOB_PAGE_ACTIONS.items()
-            if name in allowed and (states is None or state in states)
+        buttons = [
+            (action, label)
+            for action, (label, states) in JOB_PAGE_ACTIONS.items()
+            if action in allowed and (states is None or state in states)
         ]
+        return job_page.fitting_buttons(buttons, driver=get_driver(), name=name)
 
     # -- URLs: the queues page and the dashboard live under the jobs ------------------------
 

@@ -7,16 +7,15 @@ Layer L4 (processes).
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from ultimat3_jobs.drivers.base import QUEUE_STATS_ROWS, JobDriver
 from ultimat3_jobs.errors import JobNotFound, JobPageInvalid
+from ultimat3_jobs.operator.redaction import Disclosure, disclosure
 from ultimat3_jobs.operator.verbs import parse_job_id
-from ultimat3_jobs.registry import registry
 from ultimat3_jobs.types import (
     COUNTER_OUTCOMES,
     JobPage,
@@ -26,14 +25,6 @@ from ultimat3_jobs.types import (
     QueueStats,
 )
 
-REDACTED = "[redacted]"
-"""What a redacted value reads as."""
-
-SENSITIVE_KEY = re.compile(r"password|secret|token|api[-_]?key|authorization|cookie|card", re.I)
-"""Object keys redacted in every job, at any depth, whatever the job declares: a key that
-contains one of these words, in any case (``card_number``, ``X-Api-Key``, ``APIKEY``,
-``refresh_token``, ``Authorization``)."""
-
 STATS_COUNTER_WINDOW = timedelta(hours=1)
 """How far back :func:`stats` sums the counters."""
 
@@ -42,48 +33,16 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-# -- redaction --------------------------------------------------------------------------------
-
-
-def sensitive_fields(name: str) -> frozenset[str]:
-    """The input fields job name ``name`` declares ``sensitive``; none when this process does
-    not declare that name."""
-    if name not in registry:
-        return frozenset()
-    return registry.get(name).definition.sensitive
-
-
-def redact(value: Any, fields: Iterable[str] = ()) -> Any:
-    """``value`` with the value of every object key that is one of ``fields`` or matches
-    :data:`SENSITIVE_KEY` replaced by :data:`REDACTED`, at any depth (inside lists too). The
-    value given is not changed."""
-    named = frozenset(fields)
-    return _redact(value, named)
-
-
-def _redact(value: Any, named: frozenset[str]) -> Any:
-    if isinstance(value, Mapping):
-        return {
-            key: REDACTED
-            if key in named or SENSITIVE_KEY.search(str(key))
-            else _redact(item, named)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [_redact(item, named) for item in value]
-    return value
-
-
 # -- one job ----------------------------------------------------------------------------------
 
 
 def job_detail(
     driver: JobDriver, job_id: uuid.UUID | str, *, reveal: bool = False
 ) -> dict[str, Any]:
-    """Everything about one job, for ``jobs show`` and the admin's page: its row, its errors
-    with their tracebacks, and its input, progress and result with the job's sensitive fields
-    and every :data:`SENSITIVE_KEY` redacted unless ``reveal``. ``redacted`` says whether
-    redaction was applied. Refused: :class:`~ultimat3_jobs.errors.JobNotFound`."""
+    """Everything about one job, for ``jobs show`` and the admin's page: its row, its errors,
+    its input, progress and result, each as :mod:`~ultimat3_jobs.operator.redaction` lets a
+    viewer with (``reveal``) or without the reveal right see it. ``redacted`` says whether
+    anything may have been held back. Refused: :class:`~ultimat3_jobs.errors.JobNotFound`."""
     job_id = parse_job_id(job_id)
     record = driver.job_get(job_id=job_id)
     if record is None:
@@ -91,14 +50,14 @@ def job_detail(
     return record_as_json(record, reveal=reveal)
 
 
-def record_as_json(record: JobRecord, *, reveal: bool = False) -> dict[str, Any]:
+def record_as_json(
+    record: JobRecord, *, reveal: bool = False, shown: Disclosure | None = None
+) -> dict[str, Any]:
     """A :class:`~ultimat3_jobs.types.JobRecord` as a JSON-ready dict (see
-    :func:`job_detail`)."""
-    fields = sensitive_fields(record.name)
-
-    def shown(value: Any) -> Any:
-        return value if reveal else redact(value, fields)
-
+    :func:`job_detail`); ``shown``, when given, is the disclosure to apply instead of the one
+    ``reveal`` answers."""
+    if shown is None:
+        shown = disclosure(record.name, reveal=reveal)
     return {
         "id": str(record.id),
         "name": record.name,
@@ -106,7 +65,7 @@ def record_as_json(record: JobRecord, *, reveal: bool = False) -> dict[str, Any]
         "state": record.state.value,
         "priority": record.priority,
         "run_at": _iso(record.run_at),
-        "idempotency_key": record.idempotency_key,
+        "idempotency_key": shown.idempotency_key(record.idempotency_key),
         "tenant_id": record.tenant_id,
         "enqueued_by": record.enqueued_by,
         "attempt": record.attempt,
@@ -116,19 +75,21 @@ def record_as_json(record: JobRecord, *, reveal: bool = False) -> dict[str, Any]
         "created_at": _iso(record.created_at),
         "started_at": _iso(record.started_at),
         "finished_at": _iso(record.finished_at),
-        "input": shown(record.input),
-        "progress": shown(record.progress),
-        "result": shown(record.result),
-        "errors": list(record.errors),
-        "redacted": not reveal,
+        "input": shown.payload(record.input),
+        "progress": shown.payload(record.progress),
+        "result": shown.payload(record.result),
+        "errors": [shown.error(error) for error in record.errors],
+        "redacted": shown.redacted,
     }
 
 
 # -- many jobs --------------------------------------------------------------------------------
 
 
-def summary_as_json(job: JobSummary) -> dict[str, Any]:
-    """One line of a job list as a JSON-ready dict."""
+def summary_as_json(job: JobSummary, *, reveal: bool = False) -> dict[str, Any]:
+    """One line of a job list as a JSON-ready dict, its idempotency key and last error message
+    as :mod:`~ultimat3_jobs.operator.redaction` lets the viewer see them."""
+    shown = disclosure(job.name, reveal=reveal)
     return {
         "id": str(job.id),
         "name": job.name,
@@ -136,14 +97,14 @@ def summary_as_json(job: JobSummary) -> dict[str, Any]:
         "state": job.state.value,
         "priority": job.priority,
         "run_at": _iso(job.run_at),
-        "idempotency_key": job.idempotency_key,
+        "idempotency_key": shown.idempotency_key(job.idempotency_key),
         "tenant_id": job.tenant_id,
         "attempt": job.attempt,
         "max_attempts": job.max_attempts,
         "worker_id": job.worker_id,
         "error_count": job.error_count,
         "last_error_class": job.last_error_class,
-        "last_error_message": job.last_error_message,
+        "last_error_message": shown.error_message(job.last_error_message),
         "created_at": _iso(job.created_at),
         "started_at": _iso(job.started_at),
         "finished_at": _iso(job.finished_at),
@@ -182,10 +143,11 @@ def job_page(
     )
 
 
-def page_as_json(page: JobPage) -> dict[str, Any]:
-    """A page as a JSON-ready dict: ``jobs`` and ``next_cursor`` (text, or ``None``)."""
+def page_as_json(page: JobPage, *, reveal: bool = False) -> dict[str, Any]:
+    """A page as a JSON-ready dict: ``jobs`` (see :func:`summary_as_json`) and ``next_cursor``
+    (text, or ``None``)."""
     return {
-        "jobs": [summary_as_json(job) for job in page.jobs],
+        "jobs": [summary_as_json(job, reveal=reveal) for job in page.jobs],
         "next_cursor": None if page.next_cursor is None else str(page.next_cursor),
     }
 

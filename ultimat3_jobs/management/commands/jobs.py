@@ -21,6 +21,7 @@ from ultimat3_jobs.drivers.base import JOB_PAGE_MAX, JobDriver
 from ultimat3_jobs.errors import JobsError
 from ultimat3_jobs.models import JobPause, SchedulerTask
 from ultimat3_jobs.operator import introspection, verbs
+from ultimat3_jobs.operator.redaction import REDACTED
 from ultimat3_jobs.registry import registry
 from ultimat3_jobs.types import BulkResult, JobState, PauseScope
 
@@ -96,6 +97,14 @@ def _clip(text: str | None, width: int) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def _last_error(job: dict[str, Any]) -> str | None:
+    """A list line's last error: its message, or its class when the message is withheld."""
+    message = job["last_error_message"]
+    if message == REDACTED:
+        return f"{job['last_error_class']}: {REDACTED}"
+    return message
+
+
 def _paused_by() -> str:
     try:
         return f"cli:{getpass.getuser()}"
@@ -148,6 +157,11 @@ class Command(BaseCommand):
             default=LIST_LIMIT_DEFAULT,
             help=f"Jobs per page, 1 to {JOB_PAGE_MAX} (default {LIST_LIMIT_DEFAULT}).",
         )
+        listing.add_argument(
+            "--reveal",
+            action="store_true",
+            help="Show error messages and the idempotency keys of sensitive jobs.",
+        )
         listing.add_argument("--json", action="store_true", help="One JSON document.")
 
         show = verbs_parser.add_parser("show", help="Show one job: its row, input, errors.")
@@ -155,7 +169,8 @@ class Command(BaseCommand):
         show.add_argument(
             "--reveal",
             action="store_true",
-            help="Show input, progress and result unredacted (sensitive fields included).",
+            help="Show input, progress, result, error messages and tracebacks, and the "
+            "idempotency key, as stored.",
         )
         show.add_argument("--json", action="store_true", help="One JSON document.")
 
@@ -238,8 +253,9 @@ class Command(BaseCommand):
             after=options["after"],
             limit=options["limit"],
         )
+        found = introspection.page_as_json(page, reveal=options["reveal"])
         if options["json"]:
-            self.stdout.write(json.dumps(introspection.page_as_json(page), indent=2))
+            self.stdout.write(json.dumps(found, indent=2))
             return
         if not page.jobs:
             self.stdout.write("No jobs.")
@@ -254,9 +270,9 @@ class Command(BaseCommand):
                 f"{job.attempt}/{job.max_attempts}",
                 job.run_at.isoformat(timespec="seconds"),
                 job.created_at.isoformat(timespec="seconds"),
-                _clip(job.last_error_message, LAST_ERROR_WIDTH),
+                _clip(_last_error(shown), LAST_ERROR_WIDTH),
             )
-            for job in page.jobs
+            for job, shown in zip(page.jobs, found["jobs"], strict=True)
         ]
         for line in _table([header, *rows]):
             self.stdout.write(line)
