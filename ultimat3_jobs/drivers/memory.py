@@ -896,7 +896,7 @@ class MemoryDriver(JobDriver):
                 name=task,
                 watermark=occurrence,
                 last_fire_at=occurrence if dispatch else state.last_fire_at,
-                last_job_id=request.id if dispatch else state.last_job_id,
+                last_job_id=job_id if job_id is not None else state.last_job_id,
             )
         if job_id is not None:
             self._wake([request], [EnqueueResult(job_id, "created")])
