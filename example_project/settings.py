@@ -2,8 +2,9 @@
 
 Environment:
 
-- ``DATABASE_URL`` (required), e.g. ``postgres://user:password@127.0.0.1:5432/demo``;
-  ``./scripts/demo`` sets it to its embedded PostgreSQL when it is unset.
+- ``DATABASE_URL``, e.g. ``postgres://user:password@127.0.0.1:5432/demo``. When it is unset,
+  the embedded PostgreSQL that ``./scripts/demo`` runs is used if it is running (so
+  ``python manage.py jobs ...`` works beside the demo); otherwise the settings refuse to load.
 - ``DJANGO_SECRET_KEY``: the default is a public, development-only value.
 - ``DJANGO_DEBUG``: ``1`` (default) or ``0``.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from example_project.dburl import database_from_url
+from example_project.dburl import NoDatabaseURL, database_from_url, resolve_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -65,12 +66,10 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "example_project.wsgi.application"
 
-_database_url = os.environ.get("DATABASE_URL", "").strip()
-if not _database_url:
-    raise ImproperlyConfigured(
-        "DATABASE_URL is not set. Run ./scripts/demo (it starts an embedded PostgreSQL), or "
-        "set DATABASE_URL=postgres://USER:PASSWORD@HOST:5432/NAME."
-    )
+try:
+    _database_url = resolve_database_url(os.environ, BASE_DIR)
+except NoDatabaseURL as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 try:
     DATABASES = {"default": database_from_url(_database_url)}
 except ValueError as exc:

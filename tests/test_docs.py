@@ -26,3 +26,26 @@ def test_settings_page_lists_every_key_and_check_id() -> None:
         assert check_id.split(".")[1] in page, check_id
     for check_id in (CHECK_NOT_A_MAPPING, CHECK_UNKNOWN_KEY, CHECK_CROSS_FIELD):
         assert check_id.split(".")[1] in page, check_id
+
+
+def test_no_page_suggests_installing_from_a_package_index() -> None:
+    """The package is not published on an index: the README and the docs say how to install it
+    from a checkout or a built wheel, never ``pip install ultimat3-jobs``."""
+    pages = [DOCS.parent / "README.md", *sorted(DOCS.rglob("*.md"))]
+    published = re.compile(r"pip\s+install\s+(?:-U\s+|--upgrade\s+)?[\"']?ultimat3[-_]jobs\b")
+    offenders = [
+        str(page.relative_to(DOCS.parent)) for page in pages if published.search(page.read_text())
+    ]
+    assert offenders == []
+    readme = (DOCS.parent / "README.md").read_text()
+    assert "pip install /path/to/ultimat3-jobs" in readme
+    assert "python -m build" in readme
+
+
+def test_readme_quickstart_has_two_commands() -> None:
+    """One command runs the example project, one runs the tests: nothing else to set up."""
+    readme = (DOCS.parent / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```sh\n(.*?)```", quickstart, re.DOTALL)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["./scripts/demo", "./scripts/test"]

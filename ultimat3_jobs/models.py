@@ -92,6 +92,18 @@ class Job(models.Model):
             models.Index(fields=("name", "state"), name="x_jobs_name_state"),
             # The operator's list and the admin's changelist: newest first, keyset by id.
             models.Index(fields=("-created_at", "-id"), name="x_jobs_newest"),
+            # The admin's search by idempotency key and its tenant filter: an equality, then the
+            # changelist's order, so a page is an index range whatever the table holds.
+            models.Index(
+                fields=("idempotency_key", "-created_at", "-id"),
+                name="x_jobs_key_search",
+                condition=Q(idempotency_key__isnull=False),
+            ),
+            models.Index(
+                fields=("tenant_id", "-created_at", "-id"),
+                name="x_jobs_tenant",
+                condition=Q(tenant_id__isnull=False),
+            ),
         )
         constraints = (
             # One live job per (name, idempotency key); a finished job frees its key.

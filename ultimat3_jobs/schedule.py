@@ -33,8 +33,9 @@ only for the span its catch-up policy needs, so it never walks a long outage who
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """``cron`` (5 fields, or 6 with seconds last) in the IANA zone ``tz``, with what to do
-    about occurrences missed while no scheduler ran: ``skip`` them, fire ``run-once`` for all
-    of them, or fire ``all`` of them (at most ``max_catch_up``, the most recent)."""
+    about occurrences missed while no scheduler ran: ``skip`` them but the latest, which fires
+    unless a recent occurrence follows it; fire ``run-once`` for all of them (the latest); or
+    fire ``all`` of them (at most ``max_catch_up``, the most recent)."""
 
     cron: str
     tz: str

@@ -307,14 +307,17 @@ class QueueStats:
     """How many jobs one queue holds in one state.
 
     ``oldest_ready_seconds`` (``queued`` only): how long the oldest due job has been due, by
-    the store's clock; ``None`` when no queued job is due. ``exact`` is False when ``jobs`` is
-    a lower bound: finished states are counted up to a limit per job name."""
+    the store's clock; ``None`` when no queued job is due. ``ready`` (``queued`` only): how
+    many queued jobs are due now, 0 when the queue is paused: the demand an autoscaler reads,
+    whether or not a worker runs. ``exact`` is False when ``jobs`` is a lower bound: finished
+    states are counted up to a limit per job name."""
 
     queue: str
     state: JobState
     jobs: int
     oldest_ready_seconds: float | None = None
     exact: bool = True
+    ready: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -287,6 +287,24 @@ def test_queue_stats_counts_a_paused_queue(driver):
     assert [(s.queue, s.jobs) for s in driver.queue_stats()] == [("emails", 1)]
 
 
+def test_queue_stats_ready_counts_the_due_queued_jobs_zero_when_paused(driver, store):
+    """``ready`` is the demand of a queue with or without a worker: its due queued jobs."""
+    in_state(driver, "running")
+    for _ in range(2):
+        store.make_due(enqueue(driver))
+    store.make_future(enqueue(driver), 600)
+    enqueue(driver, queue="emails")
+    by_key = stats_by_key(driver.queue_stats())
+    assert by_key[("default", "queued")].ready == 2
+    assert by_key[("default", "queued")].jobs == 3
+    assert by_key[("default", "running")].ready == 0
+    assert by_key[("emails", "queued")].ready == 1
+    driver.queue_pause(queue="emails")
+    by_key = stats_by_key(driver.queue_stats())
+    assert (by_key[("emails", "queued")].jobs, by_key[("emails", "queued")].ready) == (1, 0)
+    assert by_key[("default", "queued")].ready == 2
+
+
 def test_queue_stats_counts_finished_states_up_to_the_limit_per_name(driver):
     for _ in range(3):
         in_state(driver, "completed")

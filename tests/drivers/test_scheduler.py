@@ -342,3 +342,35 @@ def test_a_fire_whose_key_is_live_moves_without_a_second_job(driver):
     assert job_count(driver) == 1
     assert get(driver, existing).idempotency_key == idempotency_key(TASK, occurrence)
     assert sync_one(driver).watermark == occurrence
+
+
+def test_a_fire_whose_key_is_live_keeps_the_last_job_id_of_the_last_job_it_inserted(driver):
+    """``last_job_id`` names a job the fire inserted. When a live job already holds the
+    occurrence's key, no job is inserted: neither the unused id of the fire's request nor the
+    other job's id is written, and the last job the scheduler fired stays named."""
+    state = sync_one(driver)
+    assert elect(driver, "a").epoch == 1
+    first = occurrence_after(state.watermark)
+    result, request = fire(driver, old=state.watermark, occurrence=first)
+    assert result.job_id == request.id
+    assert sync_one(driver).last_job_id == request.id
+
+    second = occurrence_after(state.watermark, 2)
+    existing = enqueue(driver, name=TASK, idempotency_key=idempotency_key(TASK, second))
+    result, refused = fire(driver, old=first, occurrence=second)
+    assert (result.moved, result.job_id) == (True, None)
+    after = sync_one(driver)
+    assert after.watermark == second
+    assert after.last_job_id == request.id
+    assert after.last_job_id not in (refused.id, existing)
+    assert get(driver, after.last_job_id).name == TASK
+
+
+def test_a_first_fire_whose_key_is_live_writes_no_last_job_id(driver):
+    state = sync_one(driver)
+    assert elect(driver, "a").epoch == 1
+    occurrence = occurrence_after(state.watermark)
+    enqueue(driver, name=TASK, idempotency_key=idempotency_key(TASK, occurrence))
+    result, _ = fire(driver, old=state.watermark, occurrence=occurrence)
+    assert (result.moved, result.job_id) == (True, None)
+    assert sync_one(driver).last_job_id is None

@@ -167,9 +167,11 @@ def test_values_match_the_store(populated):
     )
     assert value(series, "queue_oldest_ready_seconds", queue="math") == pytest.approx(0, abs=30)
     assert value(series, "queue_oldest_ready_seconds", queue="emails") == 0
-    # Two workers each saw the one ready job of default: the demand is 1, not 2.
+    # The due jobs as the store counts them: one on default (the future one is not due), not
+    # once per worker; math's job counts though its only worker drains.
     assert value(series, "queue_demand", queue="default") == 1
-    assert value(series, "queue_demand", queue="math") == 0  # its only worker drains
+    assert value(series, "queue_demand", queue="math") == 1
+    assert value(series, "queue_demand", queue="emails") == 0
     assert value(series, "queue_workers", queue="default") == 2
     assert value(series, "queue_workers", queue="math") == 1
     settled = {
@@ -264,3 +266,41 @@ def test_the_scrape_cost_does_not_grow_with_the_number_of_queues_or_names(
     _, series = parse(response.content.decode())
     assert value(series, "queue_depth", queue="q11", state="completed") == 1
     assert value(series, "jobs_settled_total", name="tests.n11", outcome="completed") == 1
+
+
+def test_demand_of_a_backlog_with_no_worker(driver, store):
+    """An autoscaler scales a queue up from zero workers: with no worker registered, a backlog
+    reads as demand, from the driver's ``queue_demand`` and from the metrics; a paused queue
+    has none."""
+    for _ in range(3):
+        store.make_due(enqueue(driver, queue="emails"))
+    store.make_future(enqueue(driver, queue="emails"), 600)
+    enqueue(driver, queue="math", name="tests.add")
+    assert driver.worker_list() == []
+
+    assert driver.queue_demand(queues=["emails", "math"]) == {"emails": 3, "math": 1}
+    _, series = parse(render(driver))
+    assert value(series, "queue_demand", queue="emails") == 3
+    assert value(series, "queue_demand", queue="math") == 1
+    assert value(series, "queue_workers", queue="emails") == 0
+
+    driver.queue_pause(queue="math")
+    assert driver.queue_demand(queues=["emails", "math"]) == {"emails": 3, "math": 0}
+    _, series = parse(render(driver))
+    assert value(series, "queue_demand", queue="emails") == 3
+    assert value(series, "queue_demand", queue="math") == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.urls("tests.operator.urls")
+def test_the_view_reports_the_demand_of_a_backlog_with_no_worker(client):
+    from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+
+    driver = PostgresDriver()
+    for _ in range(2):
+        enqueue(driver, queue="emails")
+    assert driver.worker_list() == []
+    response = client.get(reverse("ultimat3_jobs:metrics"))
+    assert response.status_code == 200
+    _, series = parse(response.content.decode())
+    assert value(series, "queue_demand", queue="emails") == 2

@@ -406,7 +406,16 @@ def fires(*instants: datetime) -> list[tuple[datetime, bool]]:
 
 
 def test_plan_skip_moves_past_the_missed_and_fires_the_recent() -> None:
+    # A recent occurrence follows the missed ones: it is the latest due, and the only one of
+    # them that fires.
     assert steps("skip", MINUTES) == [(MISSED[-1], False), *fires(*RECENT)]
+
+
+def test_plan_skip_fires_the_latest_missed_when_nothing_recent_follows() -> None:
+    """The seed's rule: ``skip`` fires the latest missed occurrence (until 0.1 it fired
+    none, so an hourly task down for a day ran again only at the next hour)."""
+    assert steps("skip", MISSED) == [(MISSED[-1], True)]
+    assert steps("skip", MISSED[:1]) == [(MISSED[0], True)]
 
 
 def test_plan_run_once_fires_the_latest_missed_once_then_the_recent() -> None:
@@ -442,7 +451,7 @@ def test_plan_with_nothing_missed_fires_everything(catch_up: str) -> None:
 @pytest.mark.parametrize(
     ("catch_up", "expected"),
     [
-        ("skip", [(MISSED[-1], False)]),
+        ("skip", [(MISSED[-1], True)]),
         ("run-once", [(MISSED[-1], True)]),
         ("all", [(MISSED[-3], False), (MISSED[-2], True), (MISSED[-1], True)]),
     ],

@@ -176,6 +176,29 @@ def test_catch_up_after_downtime(make_scheduler, catch_up, max_catch_up, fired_m
     assert running.scheduler.fire_count == len(expected)
 
 
+@pytest.mark.parametrize("catch_up", ["skip", "run-once"])
+def test_after_downtime_with_only_missed_occurrences_the_latest_fires(make_scheduler, catch_up):
+    """An hourly task, five hours down: every occurrence since was missed. ``skip`` fires the
+    latest of them, as ``run-once`` does (until 0.1 ``skip`` fired none, and the task waited
+    for its next hour)."""
+    now = db_now()
+    handle = make_task("tests.sched.hourly", f"{(now.minute + 30) % 60} * * * *", catch_up=catch_up)
+    down_since = now - timedelta(hours=5)
+    due = handle.definition.schedule.occurrences(down_since, now)
+    assert len(due) == 5
+    assert (now - due[-1]).total_seconds() > 300
+
+    set_watermark(handle.name, down_since)
+    running = make_scheduler("hourly", registry=registry_of(handle))
+    wait_for(lambda: task_row(handle.name).watermark == due[-1], timeout=10, what="the catch-up")
+    running.stop()
+
+    assert occurrences(handle.name) == [due[-1]]
+    state = task_row(handle.name)
+    assert state.last_fire_at == due[-1]
+    assert running.scheduler.fire_count == 1
+
+
 def test_a_new_task_starts_from_now_while_a_known_one_catches_up(make_scheduler):
     cron, now = once_a_minute_far_from_now()
     known = make_task("tests.sched.known", cron, catch_up="all")

@@ -758,10 +758,12 @@ class MemoryDriver(JobDriver):
             raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
         counts: dict[tuple[str, JobState], int] = {}
         oldest: dict[str, datetime] = {}
+        due: dict[str, int] = {}
         # Per job name and finished state: the queues of the rows counted, and how many.
         taken: dict[tuple[str, JobState], dict[str, int]] = {}
         with self._lock:
             now = self.now()
+            paused_queues = self._paused("queue")
             for row in self._rows.values():
                 if row.state in FINISHED_STATES:
                     # As the statement does: at most ``limit`` rows per job name and state.
@@ -769,12 +771,10 @@ class MemoryDriver(JobDriver):
                     if sum(queues.values()) >= limit:
                         continue
                     queues[row.queue] = queues.get(row.queue, 0) + 1
-                elif (
-                    row.state is JobState.QUEUED
-                    and row.run_at <= now
-                    and (row.queue not in oldest or row.run_at < oldest[row.queue])
-                ):
-                    oldest[row.queue] = row.run_at
+                elif row.state is JobState.QUEUED and row.run_at <= now:
+                    due[row.queue] = due.get(row.queue, 0) + 1
+                    if row.queue not in oldest or row.run_at < oldest[row.queue]:
+                        oldest[row.queue] = row.run_at
                 counts[(row.queue, row.state)] = counts.get((row.queue, row.state), 0) + 1
         capped_queues = {
             (queue, state)
@@ -794,6 +794,9 @@ class MemoryDriver(JobDriver):
                     if ready is None
                     else max(0.0, (now - ready).total_seconds()),
                     exact=(queue, state) not in capped_queues,
+                    ready=0
+                    if state is not JobState.QUEUED or queue in paused_queues
+                    else due.get(queue, 0),
                 )
             )
         stats.sort(key=lambda stat: (stat.queue, stat.state.value))
@@ -896,7 +899,7 @@ class MemoryDriver(JobDriver):
                 name=task,
                 watermark=occurrence,
                 last_fire_at=occurrence if dispatch else state.last_fire_at,
-                last_job_id=request.id if dispatch else state.last_job_id,
+                last_job_id=job_id if job_id is not None else state.last_job_id,
             )
         if job_id is not None:
             self._wake([request], [EnqueueResult(job_id, "created")])

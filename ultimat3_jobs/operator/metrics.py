@@ -14,9 +14,9 @@ Families:
 ``ultimat3_jobs_queue_dead_jobs{queue}`` (gauge)
     Failed jobs kept as dead letters (the ``failed`` depth).
 ``ultimat3_jobs_queue_demand{queue}`` (gauge)
-    The ready jobs live workers see on the queue: the largest demand any live worker's
-    registry row reports for it. Every worker of a queue counts the same ready jobs, so a sum
-    would count them once per worker; a draining worker reports 0 and does not lower it.
+    The jobs of the queue that are due now (``queued`` with ``run_at`` passed), 0 while the
+    queue is paused: read from the store by ``queue_stats``, so a backlog shows with no worker
+    running, and an autoscaler can scale a queue's workers up from zero.
 ``ultimat3_jobs_queue_workers{queue}`` (gauge)
     Live workers that claim from the queue.
 ``ultimat3_jobs_jobs_settled_total{name,outcome}`` (counter)
@@ -75,16 +75,17 @@ def render(driver: JobDriver) -> str:
 
     depth: dict[tuple[str, str], int] = {}
     oldest: dict[str, float] = {}
+    demand: dict[str, int] = {}
     for stat in stats:
         depth[(stat.queue, stat.state.value)] = stat.jobs
         if stat.oldest_ready_seconds is not None:
             oldest[stat.queue] = stat.oldest_ready_seconds
-    demand: dict[str, int] = {}
+        if stat.state is JobState.QUEUED:
+            demand[stat.queue] = stat.ready
     serving: dict[str, int] = {}
     for worker in workers:
         for queue in worker.queues:
             serving[queue] = serving.get(queue, 0) + 1
-            demand[queue] = max(demand.get(queue, 0), int(worker.demand.get(queue, 0)))
     queues = sorted({queue for queue, _ in depth} | set(serving))
 
     lines: list[str] = []
@@ -113,7 +114,7 @@ def render(driver: JobDriver) -> str:
     lines += _family(
         "queue_demand",
         "gauge",
-        "Ready jobs per queue as live workers last counted them (the largest report).",
+        "Jobs per queue due now, whether or not a worker runs; 0 while the queue is paused.",
         (({"queue": queue}, demand.get(queue, 0)) for queue in queues),
     )
     lines += _family(

@@ -72,14 +72,18 @@ def plan(
 ) -> list[tuple[datetime, bool]]:
     """What to do with the occurrences due since the watermark: ``(occurrence, dispatch)``
     steps, oldest first. An occurrence older than ``missed_after`` seconds was missed, and the
-    task's catch-up policy decides about those; the others fire."""
+    task's catch-up policy decides about those; the others fire.
+
+    ``skip`` fires the latest occurrence due and skips the missed ones before it: the latest
+    missed one fires when no recent one follows it. ``run-once`` fires the latest missed one
+    whatever follows it."""
     horizon = now - timedelta(seconds=missed_after)
     missed = [o for o in occurrences if o < horizon]
     recent = [o for o in occurrences if o >= horizon]
     steps: list[tuple[datetime, bool]] = []
     if missed:
         if schedule.catch_up == "skip":
-            steps.append((missed[-1], False))
+            steps.append((missed[-1], not recent))
         elif schedule.catch_up == "run-once":
             steps.append((missed[-1], True))
         else:

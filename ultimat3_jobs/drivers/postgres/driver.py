@@ -496,6 +496,7 @@ class PostgresDriver(JobDriver):
                 jobs=int(row[2]),
                 oldest_ready_seconds=None if row[3] is None else max(0.0, float(row[3])),
                 exact=bool(row[4]),
+                ready=int(row[5]),
             )
             for row in self._jobs.run("queue_stats", {"limit": limit})
         ]

@@ -107,7 +107,8 @@ select (select count(*) from moved),
 -- name: queue_stats
 -- Jobs per queue and state in one statement, cheap at any size of history. Live states read
 -- only the partial indexes, one branch per state so that each index's predicate matches:
--- x_jobs_claim (queued: an index-only count and the oldest due run_at) and x_jobs_lease
+-- x_jobs_claim (queued: an index-only count, the due count and the oldest due run_at; a paused
+-- queue's due count, its demand, is 0) and x_jobs_lease
 -- (running); they hold the backlog and the work in flight, not the history. Finished states
 -- would be a scan of the whole history, so they go through x_jobs_name_state: a loose scan finds
 -- the job names (one seek each), then per name and finished state an index scan from
@@ -122,7 +123,8 @@ with recursive names (name) as (
     from names n
     where n.name is not null
 ), queued as (
-    select j.queue, count(*) as jobs, min(j.run_at) filter (where j.run_at <= now()) as oldest
+    select j.queue, count(*) as jobs, min(j.run_at) filter (where j.run_at <= now()) as oldest,
+           count(*) filter (where j.run_at <= now()) as ready
     from x_jobs j
     where j.state = 'queued'
     group by j.queue
@@ -150,13 +152,15 @@ with recursive names (name) as (
     ) as c
     where n.name is not null
 )
-select q.queue, 'queued', q.jobs, extract(epoch from now() - q.oldest)::float8, true
+select q.queue, 'queued', q.jobs, extract(epoch from now() - q.oldest)::float8, true,
+       case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.queue)
+            then 0 else q.ready end
 from queued q
 union all
-select r.queue, 'running', r.jobs, null::float8, true
+select r.queue, 'running', r.jobs, null::float8, true, 0
 from running r
 union all
-select f.queue, f.state, sum(f.jobs)::bigint, null::float8, not bool_or(f.capped)
+select f.queue, f.state, sum(f.jobs)::bigint, null::float8, not bool_or(f.capped), 0
 from finished f
 group by f.queue, f.state
 

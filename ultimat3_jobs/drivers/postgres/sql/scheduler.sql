@@ -17,19 +17,18 @@ where s.name = any(%(names)s::text[])
 -- name: scheduler_fire
 -- One occurrence in ONE statement: the watermark moves from its old value (the fence) to the
 -- occurrence, only while the caller still holds the leader lease of this epoch, and the job is
--- inserted only where the watermark moved (and only when the occurrence dispatches, not when a
--- catch-up policy skips it). The job's idempotency key is the occurrence's.
+-- inserted only where the watermark moves (and only when the occurrence dispatches, not when a
+-- catch-up policy skips it). The job's idempotency key is the occurrence's. The fence locks the
+-- task's row first, so the insert and the move see the same row, and last_job_id names the job
+-- this statement inserted: when a live job already holds the key, it keeps its old value.
 with held_lease as (
     select 1 from x_scheduler_leaders
     where name = %(leader)s and holder = %(holder)s and epoch = %(epoch)s and expires_at > now()
-), moved as (
-    update x_scheduler_tasks
-    set watermark = %(occurrence)s,
-        last_fire_at = case when %(dispatch)s then %(occurrence)s else last_fire_at end,
-        last_job_id = case when %(dispatch)s then %(id)s::uuid else last_job_id end,
-        updated_at = now()
-    where name = %(task)s and watermark = %(old_watermark)s and exists (select 1 from held_lease)
-    returning name
+), fence as materialized (
+    select t.name from x_scheduler_tasks t
+    where t.name = %(task)s and t.watermark = %(old_watermark)s
+      and exists (select 1 from held_lease)
+    for update
 ), inserted as (
     insert into x_jobs (
         id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
@@ -38,9 +37,17 @@ with held_lease as (
     select %(id)s, %(name)s, %(queue)s, %(priority)s, now(), %(input)s::jsonb,
            %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s, %(max_attempts)s,
            %(lease_seconds)s, null, now()
-    where %(dispatch)s and exists (select 1 from moved)
+    where %(dispatch)s and exists (select 1 from fence)
     on conflict do nothing
     returning id, queue
+), moved as (
+    update x_scheduler_tasks t
+    set watermark = %(occurrence)s,
+        last_fire_at = case when %(dispatch)s then %(occurrence)s else t.last_fire_at end,
+        last_job_id = coalesce((select i.id from inserted i), t.last_job_id),
+        updated_at = now()
+    where t.name = (select f.name from fence f)
+    returning t.name
 )
 select (select count(*) from moved),
        (select id from inserted),
