@@ -16,6 +16,7 @@ from tests.drivers.support import (
     counters,
     enqueue,
     get,
+    rescue,
     seconds_between,
     state_of,
 )
@@ -79,7 +80,7 @@ def test_job_heartbeat_many_after_expiry_keeps_job_from_rescue(driver, store):
     assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=60) == {
         job.id
     }
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     record = get(driver, job.id)
     assert (record.state, record.errors) == (JobState.RUNNING, [])
     assert ack(driver, job.id, job.claim_token)
@@ -87,8 +88,8 @@ def test_job_heartbeat_many_after_expiry_keeps_job_from_rescue(driver, store):
 
 def test_job_rescue_expired_requeues_with_error_entry(driver, store):
     [job] = _expired(driver, store)
-    assert driver.job_rescue_expired() == [
-        RescuedJob(id=job.id, name="tests.echo", state=JobState.QUEUED, attempt=1)
+    assert rescue(driver) == [
+        RescuedJob(id=job.id, name="tests.echo", action="retry", attempt=1)
     ]
     record = get(driver, job.id)
     assert (record.state, record.attempt, record.lease_expires_at) == (JobState.QUEUED, 1, None)
@@ -108,8 +109,8 @@ def test_job_rescue_expired_requeues_with_error_entry(driver, store):
 
 def test_job_rescue_expired_spent_attempts_fail(driver, store):
     [job] = _expired(driver, store, max_attempts=1)
-    assert driver.job_rescue_expired() == [
-        RescuedJob(id=job.id, name="tests.echo", state=JobState.FAILED, attempt=1)
+    assert rescue(driver) == [
+        RescuedJob(id=job.id, name="tests.echo", action="fail", attempt=1)
     ]
     record = get(driver, job.id)
     assert (record.state, record.lease_expires_at) == (JobState.FAILED, None)
@@ -122,7 +123,7 @@ def test_job_rescue_expired_leaves_unexpired_running(driver, store):
     [stale] = _expired(driver, store)
     fresh = _running(driver)
     before = get(driver, fresh.id)
-    assert [rescued.id for rescued in driver.job_rescue_expired()] == [stale.id]
+    assert [rescued.id for rescued in rescue(driver)] == [stale.id]
     assert get(driver, fresh.id) == before
     assert ack(driver, fresh.id, fresh.claim_token)
 
@@ -130,7 +131,7 @@ def test_job_rescue_expired_leaves_unexpired_running(driver, store):
 def test_job_rescue_expired_leaves_job_acked_first(driver, store):
     [job] = _expired(driver, store)
     assert ack(driver, job.id, job.claim_token, '"late but landed"')
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     record = get(driver, job.id)
     assert (record.state, record.result, record.errors) == (
         JobState.COMPLETED,
@@ -147,17 +148,17 @@ def test_job_rescue_expired_ignores_jobs_not_running(driver, store, state):
     else:
         assert driver.job_nack(job_id=job.id, claim_token=job.claim_token, action="retry")
     before = get(driver, job.id)
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     assert get(driver, job.id) == before
 
 
 def test_job_rescue_expired_respects_limit(driver, store):
     jobs = _expired(driver, store, count=3)
-    first = driver.job_rescue_expired(limit=2)
-    second = driver.job_rescue_expired(limit=2)
+    first = rescue(driver, limit=2)
+    second = rescue(driver, limit=2)
     assert (len(first), len(second)) == (2, 1)
     assert {r.id for r in first} | {r.id for r in second} == {job.id for job in jobs}
-    assert driver.job_rescue_expired(limit=2) == []
+    assert rescue(driver, limit=2) == []
     assert [state_of(driver, job.id) for job in jobs] == [JobState.QUEUED] * 3
 
 
@@ -168,15 +169,15 @@ def test_job_rescue_expired_respects_limit(driver, store):
 )
 def test_job_rescue_expired_moves_counters(driver, store, max_attempts, expected):
     _expired(driver, store, max_attempts=max_attempts)
-    assert len(driver.job_rescue_expired()) == 1
+    assert len(rescue(driver)) == 1
     assert store.counters("tests.echo") == expected
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     assert store.counters("tests.echo") == expected
 
 
 def test_job_rescue_expired_then_claims_all_again(driver, store):
     jobs = _expired(driver, store, count=2)
-    assert len(driver.job_rescue_expired()) == 2
+    assert len(rescue(driver)) == 2
     again = claim(driver, limit=5)
     assert sorted(job.id for job in again) == sorted(job.id for job in jobs)
     assert {job.attempt for job in again} == {2}
