@@ -138,10 +138,17 @@ async def async_echo(ctx: Any, *, value: Any = None) -> Any:
     return {"value": value, "attempt": ctx.attempt}
 
 
+@job(name="tests.async_blocks_loop", tenant="none")
+async def async_blocks_loop(ctx: Any, *, seconds: float = 1.0) -> None:
+    """Holds the worker's event loop (a blocking call in an async body): the async bodies
+    claimed beside it wait to start."""
+    time.sleep(seconds)
+
+
 @job(
     name="tests.exit_hard",
     tenant="none",
-    retry=Retry(attempts=3, backoff_base_seconds=0.01, jitter=0),
+    retry=Retry(attempts=3, backoff_base_seconds=4, jitter=0),
 )
 def exit_hard(ctx: Any) -> None:
     """Kills its own process: a poison job."""

@@ -221,12 +221,13 @@ class Worker:
 
     async def _run_async(self, attempt: Attempt) -> Outcome:
         if attempt.begin_body():
-            await asyncio.to_thread(self._clear_pending, attempt)
+            await asyncio.to_thread(self._clear_pending, attempt, close=True)
         return await run_async(attempt, worker_id=self.config.worker_id)
 
-    def _clear_pending(self, attempt: Attempt) -> None:
+    def _clear_pending(self, attempt: Attempt, *, close: bool = False) -> None:
         """A body recorded as waiting starts: clear the record first (one statement, only on
-        this rare path), so that a body that kills its process still counts."""
+        this rare path), so that a body that kills its process still counts. ``close``: the
+        calling thread is a loop's helper thread, which must not keep a connection open."""
         attempt.pending_written.wait(PENDING_WRITE_WAIT_SECONDS)
         try:
             self.driver.job_mark_pending_many(
@@ -235,6 +236,9 @@ class Worker:
         except STORE_ERRORS as exc:
             logger.warning("jobs.worker.pending_clear_failed: %s %s", attempt.job.id, exc)
             self.driver.reset_connection()
+        finally:
+            if close:
+                close_thread_connections()
 
     def _free_slots(self) -> int:
         """Slots whose body is not running. Attempts waiting for their ack do not hold one,
