@@ -1,6 +1,6 @@
 """A poison job: each attempt kills its worker process; it fails after its 3 attempts.
 
-``tests.exit_hard`` (3 attempts, backoff 4 s then 8 s, no jitter) calls ``os._exit(1)`` in the
+``tests.exit_hard`` (3 attempts, backoff 5 s then 10 s, no jitter) calls ``os._exit(1)`` in the
 body. Two workers, restarted by a small supervisor loop in this test whenever one dies, also
 drain 200 ordinary jobs with the same 3 attempts. Each of the poison's attempts ends by lease
 expiry (the process is gone), so the rescuer appends a ``ultimat3_jobs.LeaseExpired`` error per
@@ -82,7 +82,7 @@ def test_a_poison_job_fails_after_its_attempts_and_the_rest_complete(workers: Wo
     assert len(deaths) == 3 and {code for _, code in deaths} == {1}, (deaths, workers.report())
 
     # Each rescued retry of the poison waited its backoff from the moment of its rescue
-    # (4 s, then 8 s: jitter 0), read from the rows while it waited.
+    # (5 s, then 10 s: jitter 0), read from the rows while it waited.
     policy = exit_hard.definition.retry
     assert sorted(waits) == [1, 2], (waits, workers.report())
     for attempt, (run_at, entry) in waits.items():

@@ -161,7 +161,7 @@ async def async_blocks_loop(ctx: Any, *, seconds: float = 1.0) -> None:
 @job(
     name="tests.exit_hard",
     tenant="none",
-    retry=Retry(attempts=3, backoff_base_seconds=4, jitter=0),
+    retry=Retry(attempts=3, backoff_base_seconds=5, jitter=0),
 )
 def exit_hard(ctx: Any) -> None:
     """Kills its own process: a poison job."""

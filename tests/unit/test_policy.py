@@ -68,6 +68,8 @@ def test_the_rescue_policy_reads_the_declaration_by_name() -> None:
 
     assert decide(expired("tests.flaky_dropped", 3)).action == "drop"
     assert decide(expired("tests.flaky", 3)).action == "fail"
-    assert decide(expired("tests.exit_hard", 2)) == FailureDecision(action="retry", delay_seconds=8)
+    assert decide(expired("tests.exit_hard", 2)) == FailureDecision(
+        action="retry", delay_seconds=10
+    )
     undeclared = rescue_policy(Registry())(expired("tests.flaky_dropped", 3))
     assert undeclared.action == "fail"
