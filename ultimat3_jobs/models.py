@@ -70,6 +70,9 @@ class Job(models.Model):
     created_at = models.DateTimeField(db_default=Now())
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set by a worker whose claimed body waits for a thread; reset by the claim. The rescuer
+    # gives such an attempt back instead of counting it.
+    body_pending = models.BooleanField(default=False, db_default=False)
 
     objects = RawStatementManager()
 

@@ -203,13 +203,38 @@ class JobRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FailureDecision:
+    """What follows a failed attempt, decided in Python (``worker.policy``) and applied by a
+    settle or a rescue as given: ``retry`` after ``delay_seconds``, ``fail`` (dead letter) or
+    ``drop``. An attempt that does not count gives its attempt number back."""
+
+    action: NackAction
+    delay_seconds: float = 0.0
+    counts_as_attempt: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpiredAttempt:
+    """A running attempt whose lease ended, as the rescuer sees it before deciding.
+    ``started`` is False only when the worker recorded that its body had not started."""
+
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    name: str
+    attempt: int
+    max_attempts: int
+    started: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RescuedJob:
-    """A running attempt whose lease expired: put back to ``queued``, or ``failed`` for good
-    when its attempts are spent."""
+    """A running attempt whose lease expired, and what the rescue did with it: ``retry``
+    (``queued`` again), ``fail`` (``failed``, the dead letter) or ``drop`` (deleted).
+    ``attempt`` is the row's count after the rescue."""
 
     id: uuid.UUID
     name: str
-    state: JobState
+    action: NackAction
     attempt: int
 
 

@@ -8,14 +8,17 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.drivers.base import RESCUE_BATCH_DEFAULT, JobDriver
 from ultimat3_jobs.types import (
     AckItem,
     AttemptError,
     ClaimedJob,
     EnqueueRequest,
+    ExpiredAttempt,
+    FailureDecision,
     JobRecord,
     JobState,
+    RescuedJob,
     new_job_id,
 )
 
@@ -72,6 +75,31 @@ def claim_ids(
     driver: JobDriver, queues: Sequence[str] = ("default",), **kwargs: Any
 ) -> list[uuid.UUID]:
     return [job.id for job in claim(driver, queues, **kwargs)]
+
+
+def rescue(
+    driver: JobDriver,
+    *,
+    delay_seconds: float = 0.0,
+    dead_letter: bool = True,
+    limit: int = RESCUE_BATCH_DEFAULT,
+    seen: list[ExpiredAttempt] | None = None,
+) -> list[RescuedJob]:
+    """``job_rescue_expired`` with a fixed policy (the worker's real one lives in
+    ``worker.policy``): a body that never started is given back; attempts left retry after
+    ``delay_seconds``; spent ones fail, or drop when not ``dead_letter``. ``seen`` collects
+    what the driver handed the policy."""
+
+    def decide(expired: ExpiredAttempt) -> FailureDecision:
+        if seen is not None:
+            seen.append(expired)
+        if not expired.started:
+            return FailureDecision(action="retry", counts_as_attempt=False)
+        if expired.attempt < expired.max_attempts:
+            return FailureDecision(action="retry", delay_seconds=delay_seconds)
+        return FailureDecision(action="fail" if dead_letter else "drop")
+
+    return driver.job_rescue_expired(decide=decide, limit=limit)
 
 
 def get(driver: JobDriver, job_id: uuid.UUID) -> JobRecord:

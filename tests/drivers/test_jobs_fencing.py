@@ -15,6 +15,7 @@ from tests.drivers.support import (
     get,
     heartbeat,
     progress,
+    rescue,
     state_of,
 )
 from ultimat3_jobs.types import JobState
@@ -36,7 +37,7 @@ def _reclaimed_after_lost_lease(driver, store, job):
     """The stale-worker story: the lease ends, the rescuer takes the job back, a second worker
     claims it."""
     store.expire_lease(job.id)
-    assert [rescued.id for rescued in driver.job_rescue_expired()] == [job.id]
+    assert [rescued.id for rescued in rescue(driver)] == [job.id]
     store.make_due(job.id)
     second = claim_one(driver, worker_id="worker-2")
     assert (second.id, second.attempt) == (job.id, 2)
@@ -79,7 +80,7 @@ def test_job_fencing_stale_worker_refused_after_reclaim(driver, store, write):
 def test_job_fencing_stale_worker_refused_while_requeued(driver, store, write):
     job = _running(driver)
     store.expire_lease(job.id)
-    assert [rescued.id for rescued in driver.job_rescue_expired()] == [job.id]
+    assert [rescued.id for rescued in rescue(driver)] == [job.id]
     before = get(driver, job.id)
     assert write(driver, job.id, job.claim_token) is False
     assert get(driver, job.id) == before

@@ -16,10 +16,12 @@ from tests.drivers.support import (
     counters,
     enqueue,
     get,
+    rescue,
     seconds_between,
     state_of,
+    utcnow,
 )
-from ultimat3_jobs.types import JobState, RescuedJob
+from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, JobState, RescuedJob
 
 LEASE_EXPIRED = "ultimat3_jobs.LeaseExpired"
 
@@ -79,7 +81,7 @@ def test_job_heartbeat_many_after_expiry_keeps_job_from_rescue(driver, store):
     assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=60) == {
         job.id
     }
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     record = get(driver, job.id)
     assert (record.state, record.errors) == (JobState.RUNNING, [])
     assert ack(driver, job.id, job.claim_token)
@@ -87,9 +89,7 @@ def test_job_heartbeat_many_after_expiry_keeps_job_from_rescue(driver, store):
 
 def test_job_rescue_expired_requeues_with_error_entry(driver, store):
     [job] = _expired(driver, store)
-    assert driver.job_rescue_expired() == [
-        RescuedJob(id=job.id, name="tests.echo", state=JobState.QUEUED, attempt=1)
-    ]
+    assert rescue(driver) == [RescuedJob(id=job.id, name="tests.echo", action="retry", attempt=1)]
     record = get(driver, job.id)
     assert (record.state, record.attempt, record.lease_expires_at) == (JobState.QUEUED, 1, None)
     assert record.finished_at is None
@@ -108,9 +108,7 @@ def test_job_rescue_expired_requeues_with_error_entry(driver, store):
 
 def test_job_rescue_expired_spent_attempts_fail(driver, store):
     [job] = _expired(driver, store, max_attempts=1)
-    assert driver.job_rescue_expired() == [
-        RescuedJob(id=job.id, name="tests.echo", state=JobState.FAILED, attempt=1)
-    ]
+    assert rescue(driver) == [RescuedJob(id=job.id, name="tests.echo", action="fail", attempt=1)]
     record = get(driver, job.id)
     assert (record.state, record.lease_expires_at) == (JobState.FAILED, None)
     assert record.finished_at is not None
@@ -122,7 +120,7 @@ def test_job_rescue_expired_leaves_unexpired_running(driver, store):
     [stale] = _expired(driver, store)
     fresh = _running(driver)
     before = get(driver, fresh.id)
-    assert [rescued.id for rescued in driver.job_rescue_expired()] == [stale.id]
+    assert [rescued.id for rescued in rescue(driver)] == [stale.id]
     assert get(driver, fresh.id) == before
     assert ack(driver, fresh.id, fresh.claim_token)
 
@@ -130,7 +128,7 @@ def test_job_rescue_expired_leaves_unexpired_running(driver, store):
 def test_job_rescue_expired_leaves_job_acked_first(driver, store):
     [job] = _expired(driver, store)
     assert ack(driver, job.id, job.claim_token, '"late but landed"')
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     record = get(driver, job.id)
     assert (record.state, record.result, record.errors) == (
         JobState.COMPLETED,
@@ -147,17 +145,17 @@ def test_job_rescue_expired_ignores_jobs_not_running(driver, store, state):
     else:
         assert driver.job_nack(job_id=job.id, claim_token=job.claim_token, action="retry")
     before = get(driver, job.id)
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     assert get(driver, job.id) == before
 
 
 def test_job_rescue_expired_respects_limit(driver, store):
     jobs = _expired(driver, store, count=3)
-    first = driver.job_rescue_expired(limit=2)
-    second = driver.job_rescue_expired(limit=2)
+    first = rescue(driver, limit=2)
+    second = rescue(driver, limit=2)
     assert (len(first), len(second)) == (2, 1)
     assert {r.id for r in first} | {r.id for r in second} == {job.id for job in jobs}
-    assert driver.job_rescue_expired(limit=2) == []
+    assert rescue(driver, limit=2) == []
     assert [state_of(driver, job.id) for job in jobs] == [JobState.QUEUED] * 3
 
 
@@ -168,15 +166,137 @@ def test_job_rescue_expired_respects_limit(driver, store):
 )
 def test_job_rescue_expired_moves_counters(driver, store, max_attempts, expected):
     _expired(driver, store, max_attempts=max_attempts)
-    assert len(driver.job_rescue_expired()) == 1
+    assert len(rescue(driver)) == 1
     assert store.counters("tests.echo") == expected
-    assert driver.job_rescue_expired() == []
+    assert rescue(driver) == []
     assert store.counters("tests.echo") == expected
 
 
 def test_job_rescue_expired_then_claims_all_again(driver, store):
     jobs = _expired(driver, store, count=2)
-    assert len(driver.job_rescue_expired()) == 2
+    assert len(rescue(driver)) == 2
     again = claim(driver, limit=5)
     assert sorted(job.id for job in again) == sorted(job.id for job in jobs)
     assert {job.attempt for job in again} == {2}
+
+
+def test_job_rescue_expired_hands_the_policy_what_it_needs(driver, store):
+    [job] = _expired(driver, store, max_attempts=4)
+    seen: list[ExpiredAttempt] = []
+    rescue(driver, seen=seen)
+    assert seen == [
+        ExpiredAttempt(
+            id=job.id,
+            claim_token=job.claim_token,
+            name="tests.echo",
+            attempt=1,
+            max_attempts=4,
+            started=True,
+        )
+    ]
+
+
+def test_job_rescue_expired_drop_deletes_and_counts_dropped(driver, store):
+    [job] = _expired(driver, store, max_attempts=1)
+    assert rescue(driver, dead_letter=False) == [
+        RescuedJob(id=job.id, name="tests.echo", action="drop", attempt=1)
+    ]
+    assert driver.job_get(job_id=job.id) is None
+    assert store.counters("tests.echo") == counters(dropped=1)
+    assert rescue(driver) == []
+
+
+def test_job_rescue_expired_retry_waits_the_given_delay(driver, store):
+    [job] = _expired(driver, store)
+    assert [r.action for r in rescue(driver, delay_seconds=120)] == ["retry"]
+    record = get(driver, job.id)
+    assert record.state == JobState.QUEUED
+    assert about(120, seconds_between(record.run_at, utcnow()))
+    assert claim_ids(driver) == []
+    store.make_due(job.id)
+    assert claim_ids(driver) == [job.id]
+
+
+def test_job_rescue_expired_applies_each_decision_as_given(driver, store):
+    retried, failed, dropped = _expired(driver, store, count=3)
+    actions = {retried.id: "retry", failed.id: "fail", dropped.id: "drop"}
+
+    def decide(expired: ExpiredAttempt) -> FailureDecision:
+        return FailureDecision(action=actions[expired.id], delay_seconds=60)
+
+    rescued = driver.job_rescue_expired(decide=decide)
+    assert sorted((r.id, r.action) for r in rescued) == sorted(actions.items())
+    assert state_of(driver, retried.id) == JobState.QUEUED
+    assert (state_of(driver, failed.id), get(driver, failed.id).finished_at is not None) == (
+        JobState.FAILED,
+        True,
+    )
+    assert state_of(driver, dropped.id) is None
+    assert store.counters("tests.echo") == counters(retried=1, dead=1, dropped=1)
+
+
+def test_job_rescue_expired_gives_back_an_attempt_whose_body_never_started(driver, store):
+    job = _running(driver, max_attempts=1)
+    assert driver.job_mark_pending_many(attempts=[(job.id, job.claim_token)], pending=True) == {
+        job.id
+    }
+    store.expire_lease(job.id)
+    seen: list[ExpiredAttempt] = []
+    assert rescue(driver, seen=seen) == [
+        RescuedJob(id=job.id, name="tests.echo", action="retry", attempt=0)
+    ]
+    assert [s.started for s in seen] == [False]
+    record = get(driver, job.id)
+    assert (record.state, record.attempt, record.errors) == (JobState.QUEUED, 0, [])
+    assert store.counters("tests.echo") == counters()
+    # Its one attempt is still there; the next claim's body counts again (the claim resets the
+    # mark), so a lost worker now spends it.
+    again = claim_one(driver)
+    assert (again.id, again.attempt) == (job.id, 1)
+    store.expire_lease(job.id)
+    assert rescue(driver, dead_letter=False) == [
+        RescuedJob(id=job.id, name="tests.echo", action="drop", attempt=1)
+    ]
+
+
+def test_job_mark_pending_many_is_fenced_and_cleared(driver, store):
+    marked, cleared, other = (_running(driver) for _ in range(3))
+    assert driver.job_mark_pending_many(
+        attempts=[
+            (marked.id, marked.claim_token),
+            (cleared.id, cleared.claim_token),
+            (other.id, uuid.uuid4()),
+        ],
+        pending=True,
+    ) == {marked.id, cleared.id}
+    assert driver.job_mark_pending_many(
+        attempts=[(cleared.id, cleared.claim_token)], pending=False
+    ) == {cleared.id}
+    assert driver.job_mark_pending_many(attempts=[], pending=True) == set()
+    for job in (marked, cleared, other):
+        store.expire_lease(job.id)
+    seen: list[ExpiredAttempt] = []
+    rescue(driver, seen=seen)
+    assert {s.id: s.started for s in seen} == {marked.id: False, cleared.id: True, other.id: True}
+    assert {job.id: get(driver, job.id).attempt for job in (marked, cleared, other)} == {
+        marked.id: 0,
+        cleared.id: 1,
+        other.id: 1,
+    }
+
+
+def test_job_rescue_expired_leaves_a_job_settled_while_the_policy_decides(driver, store):
+    [job] = _expired(driver, store)
+
+    def decide(expired: ExpiredAttempt) -> FailureDecision:
+        assert ack(driver, expired.id, expired.claim_token, '"won the race"')
+        return FailureDecision(action="fail")
+
+    assert driver.job_rescue_expired(decide=decide) == []
+    record = get(driver, job.id)
+    assert (record.state, record.result, record.errors) == (
+        JobState.COMPLETED,
+        "won the race",
+        [],
+    )
+    assert store.counters("tests.echo") == counters(completed=1)

@@ -70,7 +70,15 @@ PARAMS: dict[str, dict[str, Any]] = {
     "job_cancel": {"id": B},
     "job_requeue": {"id": B},
     "job_requeue_classify": {"id": B},
-    "job_rescue_expired": {"limit": 10},
+    "job_rescue_expired_scan": {"limit": 10},
+    "job_rescue_expired": {
+        "ids": [A, B],
+        "tokens": [A, B],
+        "actions": ["retry", "drop"],
+        "delays": [1.5, 0.0],
+        "counts": [True, False],
+    },
+    "job_mark_pending_many": {"ids": [A], "tokens": [A], "pending": True},
     "job_get": {"id": A},
     "job_list": {
         "states": ["queued", "failed"],

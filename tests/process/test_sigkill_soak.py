@@ -50,6 +50,9 @@ BACKLOG_LOW = 80
 """Top the queue up when fewer jobs than this wait: enough to keep every slot busy, few enough
 that a rescued job (due at its rescue, so behind the backlog) is claimed soon after."""
 WAVE = 60
+JOB = "tests.record_quick_retry"
+"""``tests.record`` with a retry backoff of 50 ms: a rescued attempt waits its job's backoff
+(``worker.policy``), and this test bounds the rescue's latency, not a backoff."""
 # Retries of a job killed more than once are not failures: leave room beyond the default 3.
 MAX_ATTEMPTS = 6
 
@@ -71,7 +74,7 @@ def test_sigkill_soak(workers: Workers) -> None:
         inputs = [
             {"n": next(numbers), "sleep": round(rng.uniform(0.005, 0.02), 4)} for _ in range(size)
         ]
-        return enqueue("tests.record", inputs, max_attempts=MAX_ATTEMPTS)
+        return enqueue(JOB, inputs, max_attempts=MAX_ATTEMPTS)
 
     ids = wave(FIRST_WAVE)
     generation = itertools.count()
@@ -114,7 +117,7 @@ def test_sigkill_soak(workers: Workers) -> None:
     workers.wait(lambda: settled(ids), timeout=90, what=f"all {len(ids)} jobs settled")
     assert all(process.alive() for process in live), workers.report()
 
-    report = audit("tests.record", ids)
+    report = audit(JOB, ids)
     assert report.problems() == [], workers.report()
 
     rows = {

@@ -72,6 +72,19 @@ def record(ctx: Any, *, n: int = 0, sleep: float = 0.0, org: str | None = None) 
     return {"n": n, "attempt": ctx.attempt}
 
 
+@job(
+    name="tests.record_quick_retry",
+    tenant=lambda i: i.get("org"),
+    retry=Retry(attempts=6, backoff_base_seconds=0.05, backoff_cap_seconds=0.2),
+)
+def record_quick_retry(
+    ctx: Any, *, n: int = 0, sleep: float = 0.0, org: str | None = None
+) -> dict[str, Any]:
+    """``tests.record`` with a short retry backoff: a rescued attempt is due again at once."""
+    result: dict[str, Any] = record.definition.fn(ctx, n=n, sleep=sleep, org=org)
+    return result
+
+
 @job(name="tests.flaky", tenant="none", retry=FAST_RETRY, on_settled=_record_settled)
 def flaky(ctx: Any, *, succeed_on: int) -> int:
     """Fails until attempt ``succeed_on``."""
@@ -138,10 +151,17 @@ async def async_echo(ctx: Any, *, value: Any = None) -> Any:
     return {"value": value, "attempt": ctx.attempt}
 
 
+@job(name="tests.async_blocks_loop", tenant="none")
+async def async_blocks_loop(ctx: Any, *, seconds: float = 1.0) -> None:
+    """Holds the worker's event loop (a blocking call in an async body): the async bodies
+    claimed beside it wait to start."""
+    time.sleep(seconds)
+
+
 @job(
     name="tests.exit_hard",
     tenant="none",
-    retry=Retry(attempts=3, backoff_base_seconds=0.01, jitter=0),
+    retry=Retry(attempts=3, backoff_base_seconds=5, jitter=0),
 )
 def exit_hard(ctx: Any) -> None:
     """Kills its own process: a poison job."""

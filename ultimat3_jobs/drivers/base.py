@@ -38,6 +38,8 @@ from ultimat3_jobs.types import (
     CounterTotal,
     EnqueueRequest,
     EnqueueResult,
+    ExpiredAttempt,
+    FailureDecision,
     FireResult,
     JobPage,
     JobRecord,
@@ -306,6 +308,15 @@ class JobDriver(abc.ABC):
         rows."""
 
     @abc.abstractmethod
+    def job_mark_pending_many(
+        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], pending: bool
+    ) -> set[uuid.UUID]:
+        """Record, fenced like a heartbeat, whether each running attempt's body is still
+        waiting to start (``pending=True``) or has started after all (``pending=False``). The
+        claim resets the mark; only a worker that knows a body waits writes it, so a claimed
+        attempt counts as started unless marked. Answers the ids whose mark landed."""
+
+    @abc.abstractmethod
     def job_nack(
         self,
         *,
@@ -361,11 +372,20 @@ class JobDriver(abc.ABC):
         name remain (skipped ones, and those past ``limit``). ``limit <= 0`` moves nothing."""
 
     @abc.abstractmethod
-    def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
-        """Take back up to ``limit`` running attempts whose lease has ended: ``queued`` again,
-        or ``failed`` for good when ``attempt >= max_attempts``, an error entry appended
-        either way. Re-checks state and lease at the write, so a job settled or re-claimed
-        meanwhile is left alone."""
+    def job_rescue_expired(
+        self,
+        *,
+        decide: Callable[[ExpiredAttempt], FailureDecision],
+        limit: int = RESCUE_BATCH_DEFAULT,
+    ) -> list[RescuedJob]:
+        """Take back up to ``limit`` running attempts whose lease has ended, oldest lease
+        first. ``decide`` (the worker's failure policy) answers for each what follows; the
+        driver applies it as given: ``retry`` back to ``queued`` due ``delay_seconds`` from now,
+        ``fail`` to ``failed`` (the dead letter), ``drop`` deletes the row. An attempt that
+        counts gets a ``LeaseExpired`` error entry and moves the retried, dead or dropped
+        counter; one that does not (its body never started) gives its attempt back, with no
+        entry and no counter. Re-checks state, claim token and lease at the write, so a job
+        settled or re-claimed meanwhile is left alone."""
 
     # -- queues and pauses ----------------------------------------------------------------
 

@@ -50,6 +50,8 @@ from ultimat3_jobs.types import (
     CounterTotal,
     EnqueueRequest,
     EnqueueResult,
+    ExpiredAttempt,
+    FailureDecision,
     FireResult,
     JobPage,
     JobRecord,
@@ -67,8 +69,13 @@ from ultimat3_jobs.types import (
 
 wake_logger = logging.getLogger("ultimat3_jobs.wake")
 
-LEASE_EXPIRED_CLASS = "ultimat3_jobs.LeaseExpired"
-LEASE_EXPIRED_MESSAGE = "the lease expired before the attempt settled; its worker was lost"
+LEASE_EXPIRED_ENTRY = {
+    "error_class": "ultimat3_jobs.LeaseExpired",
+    "message": "the lease expired before the attempt settled; its worker was lost",
+    "traceback": "",
+}
+RESCUE_COUNTERS = {"retry": "retried", "fail": "dead", "drop": "dropped"}
+RESCUE_STATES = {"retry": JobState.QUEUED, "fail": JobState.FAILED, "drop": None}
 
 
 _COMPACT_MIN_STALE = 1024
@@ -112,6 +119,7 @@ class _Row:
     version: int = 0
     # Whether the valid entry sits in a ready heap (due) rather than the delayed heap.
     ready: bool = False
+    body_pending: bool = False
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -157,6 +165,18 @@ def _check_json(text: str, column: str) -> None:
         _JSONB_DECODER.decode(text)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{column}: not valid JSON text for jsonb: {exc}") from exc
+
+
+def _expired(row: _Row) -> ExpiredAttempt:
+    assert row.claim_token is not None  # a running row holds its claim token
+    return ExpiredAttempt(
+        id=row.id,
+        claim_token=row.claim_token,
+        name=row.name,
+        attempt=row.attempt,
+        max_attempts=row.max_attempts,
+        started=not row.body_pending,
+    )
 
 
 def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
@@ -370,7 +390,7 @@ class MemoryDriver(JobDriver):
                 row.attempt += 1
                 row.claim_token = uuid.uuid4()
                 row.worker_id = worker_id
-                row.started_at = now
+                row.started_at, row.body_pending = now, False
                 seconds = row.lease_seconds if row.lease_seconds is not None else lease_seconds
                 row.lease_expires_at = now + timedelta(seconds=float(seconds))
                 claimed.append(self._claimed(row))
@@ -511,6 +531,15 @@ class MemoryDriver(JobDriver):
             started_at=row.started_at,
             finished_at=row.finished_at,
         )
+
+    def job_mark_pending_many(
+        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], pending: bool
+    ) -> set[uuid.UUID]:
+        with self._lock:
+            owned = [self._owned(job_id, token) for job_id, token in attempts]
+            for row in filter(None, owned):
+                row.body_pending = pending
+            return {row.id for row in owned if row is not None}
 
     def job_nack(
         self,
@@ -664,47 +693,48 @@ class MemoryDriver(JobDriver):
         row.progress_json = None
         self._move(row, JobState.QUEUED)
 
-    def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
-        if limit <= 0:
-            return []
+    def job_rescue_expired(
+        self,
+        *,
+        decide: Callable[[ExpiredAttempt], FailureDecision],
+        limit: int = RESCUE_BATCH_DEFAULT,
+    ) -> list[RescuedJob]:
+        with self._lock:
+            now = self.now()
+            rows = [self._rows[job_id] for job_id in self._running]
+            rows = [r for r in rows if r.lease_expires_at is not None and r.lease_expires_at < now]
+            rows.sort(key=lambda row: (row.lease_expires_at, row.seq))
+            seen = [_expired(row) for row in rows[: max(limit, 0)]]
+        # Decided outside the lock, as the SQL driver decides between its two statements.
+        decided = [(attempt, decide(attempt)) for attempt in seen]
         rescued: list[RescuedJob] = []
         with self._lock:
             now = self.now()
-            expired = [
-                row
-                for row in map(self._rows.__getitem__, self._running)
-                if row.lease_expires_at is not None and row.lease_expires_at < now
-            ]
-            expired.sort(key=lambda row: (row.lease_expires_at, row.seq))
-            for row in expired[:limit]:
-                row.errors.append(
-                    _normalized(
-                        {
-                            "attempt": row.attempt,
-                            "error_class": LEASE_EXPIRED_CLASS,
-                            "message": LEASE_EXPIRED_MESSAGE,
-                            "traceback": "",
-                            "worker_id": row.worker_id,
-                            "at": _json_timestamp(now),
-                        }
+            for attempt, decision in decided:
+                row = self._owned(attempt.id, attempt.claim_token)
+                if row is None or row.lease_expires_at is None or row.lease_expires_at >= now:
+                    continue
+                self._rescue_row(row, decision, now)
+                rescued.append(
+                    RescuedJob(
+                        id=row.id, name=row.name, action=decision.action, attempt=row.attempt
                     )
                 )
-                # worker_id stays: the statement clears only the lease and the claim token.
-                row.run_at = now
-                row.lease_expires_at = None
-                row.claim_token = None
-                if row.attempt >= row.max_attempts:
-                    row.finished_at = now
-                    self._move(row, JobState.FAILED)
-                    self._count(row.name, now, "dead")
-                else:
-                    row.finished_at = None
-                    self._move(row, JobState.QUEUED)
-                    self._count(row.name, now, "retried")
-                rescued.append(
-                    RescuedJob(id=row.id, name=row.name, state=row.state, attempt=row.attempt)
-                )
         return rescued
+
+    def _rescue_row(self, row: _Row, decision: FailureDecision, now: datetime) -> None:
+        if decision.counts_as_attempt:
+            entry = {"attempt": row.attempt, **LEASE_EXPIRED_ENTRY, "worker_id": row.worker_id}
+            row.errors.append(_normalized({**entry, "at": _json_timestamp(now)}))
+            self._count(row.name, now, RESCUE_COUNTERS[decision.action])
+        else:
+            row.attempt = max(row.attempt - 1, 0)
+        # worker_id stays: the statement clears only the lease and the claim token.
+        row.lease_expires_at, row.claim_token, row.body_pending = None, None, False
+        if decision.action == "retry":
+            row.run_at = now + timedelta(seconds=max(0.0, float(decision.delay_seconds)))
+        row.finished_at = now if decision.action == "fail" else None
+        self._move(row, RESCUE_STATES[decision.action])
 
     # -- queues and pauses ----------------------------------------------------------------
 

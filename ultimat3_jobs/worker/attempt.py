@@ -31,6 +31,10 @@ class Attempt:
     holds_slot: bool = True
     """Until its body returns (or is abandoned): a slot is free again before the ack lands."""
     progress_flushed_at: float = 0.0
+    body_started: bool = False
+    pending_marked: bool = False
+    """Maintenance is recording (or has recorded) that the body waits to start."""
+    pending_written: threading.Event = field(default_factory=threading.Event)
     _settle_taken: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -41,6 +45,22 @@ class Attempt:
                 return False
             self._settle_taken = True
             return True
+
+    def mark_pending(self) -> bool:
+        """Maintenance takes the right to record that the body has not started; False once
+        it has started (or is marked already)."""
+        with self._lock:
+            if self.body_started or self.pending_marked:
+                return False
+            self.pending_marked = True
+            return True
+
+    def begin_body(self) -> bool:
+        """The body is about to start. True when it was recorded as pending: the record must
+        be cleared first, or a body that kills its process would not count."""
+        with self._lock:
+            self.body_started = True
+            return self.pending_marked
 
     @property
     def settle_taken(self) -> bool:

@@ -34,6 +34,7 @@ from ultimat3_jobs.worker.backoff import IdleBackoff
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.execute import JobTimedOut, failure, run_async, run_sync
 from ultimat3_jobs.worker.maintenance import Maintenance
+from ultimat3_jobs.worker.policy import ENDINGS, rescue_policy
 from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.worker.settle import Settler, run_settled_hook
 from ultimat3_jobs.worker.store import STORE_ERRORS
@@ -44,6 +45,7 @@ EXIT_OK = 0
 EXIT_FORCED = 1
 MEMORY_CHECK_SECONDS = 1.0
 STORE_RETRY_CEILING_SECONDS = 5.0
+PENDING_WRITE_WAIT_SECONDS = 5.0
 
 
 class Worker:
@@ -96,6 +98,7 @@ class Worker:
             running=self.running_attempts,
             on_timeout=self._abandon_timed_out,
             on_dead=self._rescued_dead,
+            decide=rescue_policy(self.registry),
             is_draining=lambda: not self._accepting,
         )
 
@@ -205,13 +208,37 @@ class Worker:
             self._maintenance.kick()
         if definition is not None and definition.is_async:
             loop = self._event_loop()
-            future = asyncio.run_coroutine_threadsafe(
-                run_async(attempt, worker_id=self.config.worker_id), loop
-            )
+            future = asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
             future.add_done_callback(partial(self._finished, attempt))
         else:
-            pooled = self._pool.submit(run_sync, attempt, self.config.worker_id)
+            pooled = self._pool.submit(self._run_sync, attempt)
             pooled.add_done_callback(partial(self._finished, attempt))
+
+    def _run_sync(self, attempt: Attempt) -> Outcome:
+        if attempt.begin_body():
+            self._clear_pending(attempt)
+        return run_sync(attempt, self.config.worker_id)
+
+    async def _run_async(self, attempt: Attempt) -> Outcome:
+        if attempt.begin_body():
+            await asyncio.to_thread(self._clear_pending, attempt, close=True)
+        return await run_async(attempt, worker_id=self.config.worker_id)
+
+    def _clear_pending(self, attempt: Attempt, *, close: bool = False) -> None:
+        """A body recorded as waiting starts: clear the record first (one statement, only on
+        this rare path), so that a body that kills its process still counts. ``close``: the
+        calling thread is a loop's helper thread, which must not keep a connection open."""
+        attempt.pending_written.wait(PENDING_WRITE_WAIT_SECONDS)
+        try:
+            self.driver.job_mark_pending_many(
+                attempts=[(attempt.job.id, attempt.job.claim_token)], pending=False
+            )
+        except STORE_ERRORS as exc:
+            logger.warning("jobs.worker.pending_clear_failed: %s %s", attempt.job.id, exc)
+            self.driver.reset_connection()
+        finally:
+            if close:
+                close_thread_connections()
 
     def _free_slots(self) -> int:
         """Slots whose body is not running. Attempts waiting for their ack do not hold one,
@@ -287,13 +314,15 @@ class Worker:
         self._settler.put(failure(attempt, JobTimedOut(message), worker_id=self.config.worker_id))
 
     def _rescued_dead(self, job: RescuedJob) -> None:
+        """A rescued attempt ended its job (failed for good or dropped): run ``on_settled``."""
         handle = self.registry.find(job.name)
-        if handle is None:
+        ending = ENDINGS[job.action]
+        if handle is None or ending is None:
             return
         definition = handle.definition
         if definition.on_settled is not None:
             ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt)
-            self._hooks.submit(run_settled_hook, definition.on_settled, ctx, "dead-lettered")
+            self._hooks.submit(run_settled_hook, definition.on_settled, ctx, ending)
 
     def _on_wake(self, queue: str) -> None:
         if queue in self.config.queues:

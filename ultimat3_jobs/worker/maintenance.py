@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.types import JobState, RescuedJob
+from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, RescuedJob
 from ultimat3_jobs.worker.attempt import Attempt
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.pool import close_thread_connections
@@ -27,6 +27,9 @@ COUNTER_ROLLUP_INTERVAL_SECONDS = 600.0
 COUNTER_KEEP_MINUTES_SECONDS = 7200.0
 """Minute counters are folded into hours every ten minutes once their hour ended two hours
 ago, so the dashboard's last hour is always in minutes."""
+PENDING_MARK_AFTER_SECONDS = 0.5
+"""A claimed body not started this long after its claim waits for a thread: it is marked."""
+RESCUE_WORDS = {"retry": "queued again", "fail": "failed", "drop": "dropped"}
 
 
 class Maintenance(threading.Thread):
@@ -41,6 +44,7 @@ class Maintenance(threading.Thread):
         config: WorkerConfig,
         running: Callable[[], list[Attempt]],
         on_dead: Callable[[RescuedJob], None],
+        decide: Callable[[ExpiredAttempt], FailureDecision],
         on_timeout: Callable[[Attempt], None],
         is_draining: Callable[[], bool],
     ) -> None:
@@ -49,6 +53,7 @@ class Maintenance(threading.Thread):
         self._config = config
         self._running = running
         self._on_dead = on_dead
+        self._decide = decide
         self._on_timeout = on_timeout
         self._is_draining = is_draining
         self._stopping = threading.Event()
@@ -87,6 +92,7 @@ class Maintenance(threading.Thread):
                 if now >= self._next_heartbeat:
                     self._next_heartbeat = now + self._config.heartbeat_interval
                     self.heartbeat()
+                    self.mark_pending()
                 if now >= self._next_registry:
                     self._next_registry = now + self._config.registry_interval
                     self.register()
@@ -138,18 +144,45 @@ class Maintenance(threading.Thread):
         )
 
     def rescue(self) -> None:
-        for job in self._driver.job_rescue_expired():
+        """Take back expired attempts of any worker; what follows each is the job's own
+        failure policy (``worker.policy``), the same one the settler applies."""
+        for job in self._driver.job_rescue_expired(decide=self._decide):
             self.rescued += 1
             logger.warning(
-                "jobs.rescue: %s %s (attempt %s) had an expired lease; now %s",
+                "jobs.rescue: %s %s had an expired lease; %s (attempt count now %s)",
                 job.name,
                 job.id,
+                RESCUE_WORDS[job.action],
                 job.attempt,
-                job.state,
             )
-            if job.state == JobState.FAILED:
-                logger.error("jobs.dead_letter: %s %s spent its attempts", job.name, job.id)
+            if job.action != "retry":
+                logger.error(
+                    "jobs.dead_letter: %s %s spent its attempts (%s)", job.name, job.id, job.action
+                )
                 self._on_dead(job)
+
+    def mark_pending(self) -> None:
+        """Record attempts whose body still waits for a thread (rare: the pool is held), so
+        that the rescue of a lost worker does not count them. A body clears its own mark
+        before it starts."""
+        now = time.monotonic()
+        waiting = [
+            a
+            for a in self._running()
+            if now - a.started >= PENDING_MARK_AFTER_SECONDS
+            and not a.lost
+            and not a.settle_taken
+            and a.mark_pending()
+        ]
+        if not waiting:
+            return
+        try:
+            self._driver.job_mark_pending_many(
+                attempts=[(a.job.id, a.job.claim_token) for a in waiting], pending=True
+            )
+        finally:
+            for attempt in waiting:
+                attempt.pending_written.set()
 
     def _check_deadlines(self, now: float) -> float | None:
         upcoming: float | None = None

@@ -15,14 +15,13 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Literal
 
 from ultimat3_jobs.context import JobContext
-from ultimat3_jobs.definitions import Retry
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.types import AckItem
 from ultimat3_jobs.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.worker.config import WorkerConfig
+from ultimat3_jobs.worker.policy import ENDINGS, Ending, after_failure
 from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.worker.store import STORE_ERRORS
 
@@ -30,8 +29,6 @@ logger = logging.getLogger("ultimat3_jobs.worker")
 
 ACK_BATCH_MAX = 1000
 RETRY_WRITE_SECONDS = 0.5
-
-Ending = Literal["completed", "dead-lettered", "dropped"]
 
 
 class Settler(threading.Thread):
@@ -124,17 +121,14 @@ class Settler(threading.Thread):
 
     def _nack(self, outcome: Outcome) -> None:
         attempt = outcome.attempt
-        job, definition = attempt.job, attempt.definition
-        spent = outcome.terminal or job.attempt >= job.max_attempts
-        ending: Ending | None = None
-        if not spent:
-            retry = definition.retry if definition is not None else Retry()
-            delay = retry.delay_seconds(job.attempt)
-            action: Literal["retry", "fail", "drop"] = "retry"
-        elif definition is not None and not definition.dead_letter:
-            action, delay, ending = "drop", 0.0, "dropped"
-        else:
-            action, delay, ending = "fail", 0.0, "dead-lettered"
+        job = attempt.job
+        decision = after_failure(
+            attempt.definition,
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            terminal=outcome.terminal,
+        )
+        action, delay, ending = decision.action, decision.delay_seconds, ENDINGS[decision.action]
         self._flush_progress([attempt])
         landed = self._write(
             lambda: self._driver.job_nack(

@@ -34,6 +34,7 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
 )
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.models import (
     Job,
@@ -54,6 +55,8 @@ from ultimat3_jobs.types import (
     CounterTotal,
     EnqueueRequest,
     EnqueueResult,
+    ExpiredAttempt,
+    FailureDecision,
     FireResult,
     JobPage,
     JobRecord,
@@ -392,6 +395,11 @@ class PostgresDriver(JobDriver):
         page = tuple(jobs[: query.limit])
         return JobPage(jobs=page, next_cursor=page[-1].id if more else None)
 
+    def job_mark_pending_many(
+        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], pending: bool
+    ) -> set[uuid.UUID]:
+        return mark_pending(self._jobs, attempts=attempts, pending=pending)
+
     def job_nack(
         self,
         *,
@@ -455,12 +463,13 @@ class PostgresDriver(JobDriver):
         ]
         return BulkResult(moved=int(moved), remaining=int(remaining))
 
-    def job_rescue_expired(self, *, limit: int = RESCUE_BATCH_DEFAULT) -> list[RescuedJob]:
-        rows = self._jobs.run("job_rescue_expired", {"limit": limit})
-        return [
-            RescuedJob(id=_as_uuid(row[0]), name=row[1], state=JobState(row[2]), attempt=row[3])
-            for row in rows
-        ]
+    def job_rescue_expired(
+        self,
+        *,
+        decide: Callable[[ExpiredAttempt], FailureDecision],
+        limit: int = RESCUE_BATCH_DEFAULT,
+    ) -> list[RescuedJob]:
+        return rescue_expired(self._jobs, decide=decide, limit=limit)
 
     # -- queues and pauses ----------------------------------------------------------------
 

@@ -115,6 +115,7 @@ set state = 'running',
     claim_token = gen_random_uuid(),
     worker_id = %(worker_id)s,
     started_at = now(),
+    body_pending = false,
     lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, %(lease_seconds)s))
 from candidates c
 where j.id = c.id
@@ -219,6 +220,15 @@ from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
 where j.id = a.id and j.state = 'running' and j.claim_token = a.token
 returning j.id
 
+-- name: job_mark_pending_many
+-- Rare: only a worker whose claimed bodies wait for a thread writes it (and clears it when one
+-- starts). Fenced like a heartbeat; the rescuer gives a pending attempt back uncounted.
+update x_jobs j
+set body_pending = %(pending)s
+from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
+where j.id = a.id and j.state = 'running' and j.claim_token = a.token
+returning j.id
+
 -- name: job_progress
 -- Fenced like a settle: a stale attempt's progress does not land.
 update x_jobs
@@ -274,47 +284,79 @@ select j.state,
 from x_jobs j
 where j.id = %(id)s
 
+-- name: job_rescue_expired_scan
+-- Running attempts whose lease ended, oldest lease first, over x_jobs_lease; the worker's policy
+-- decides what follows each (job_rescue_expired applies it). No lock: the write re-checks.
+select id, claim_token, name, attempt, max_attempts, body_pending
+from x_jobs
+where state = 'running' and lease_expires_at < now()
+order by lease_expires_at
+limit %(limit)s
+
 -- name: job_rescue_expired
--- Running attempts whose lease ended: back to queued, or failed when their attempts are spent.
--- The update re-checks state and lease under the row lock, so a job settled or re-claimed
--- between the scan and the write is never overwritten.
-with expired as (
-    select id
-    from x_jobs
-    where state = 'running' and lease_expires_at < now()
-    order by lease_expires_at
-    limit %(limit)s
-    for update skip locked
-), rescued as (
+-- Applies the decisions the worker took for expired attempts: retry (due after its delay),
+-- fail (the dead letter) or drop (deleted). Each row is re-checked under its lock (still
+-- running, same claim token, lease still ended), so an attempt settled, heartbeated or
+-- re-claimed since the scan is left alone; skip locked leaves a row another rescuer or a settle
+-- holds to them. An attempt that does not count (its body never started) gives its attempt
+-- back, appends no error and moves no counter.
+with decided as (
+    select d.id, d.token, d.action, d.delay_seconds, d.counts
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(actions)s::text[],
+                %(delays)s::float8[], %(counts)s::bool[]) as d(id, token, action, delay_seconds, counts)
+), locked as (
+    select j.id, d.action, d.delay_seconds, d.counts
+    from x_jobs j
+    join decided d on d.id = j.id
+    where j.state = 'running' and j.claim_token = d.token and j.lease_expires_at < now()
+    order by j.id
+    for update of j skip locked
+), kept as (
     update x_jobs j
-    set state = case when j.attempt >= j.max_attempts then 'failed' else 'queued' end,
-        run_at = now(),
-        finished_at = case when j.attempt >= j.max_attempts then now() end,
+    set state = case when l.action = 'fail' then 'failed' else 'queued' end,
+        run_at = case when l.action = 'retry'
+                      then now() + make_interval(secs => l.delay_seconds) else j.run_at end,
+        attempt = case when l.counts then j.attempt else greatest(j.attempt - 1, 0) end,
+        finished_at = case when l.action = 'fail' then now() end,
         lease_expires_at = null,
         claim_token = null,
-        errors = j.errors || jsonb_build_array(jsonb_build_object(
-            'attempt', j.attempt,
-            'error_class', 'ultimat3_jobs.LeaseExpired',
-            'message', 'the lease expired before the attempt settled; its worker was lost',
-            'traceback', '',
-            'worker_id', j.worker_id,
-            'at', now()))
-    from expired e
-    where j.id = e.id and j.state = 'running' and j.lease_expires_at < now()
-    returning j.id, j.name, j.state, j.attempt
+        body_pending = false,
+        errors = case when not l.counts then j.errors
+                      else j.errors || jsonb_build_array(jsonb_build_object(
+                          'attempt', j.attempt,
+                          'error_class', 'ultimat3_jobs.LeaseExpired',
+                          'message', 'the lease expired before the attempt settled; its worker was lost',
+                          'traceback', '',
+                          'worker_id', j.worker_id,
+                          'at', now())) end
+    from locked l
+    where j.id = l.id and l.action in ('retry', 'fail')
+    returning j.id, j.name, l.action, j.attempt, l.counts
+), dropped as (
+    delete from x_jobs j
+    using locked l
+    where j.id = l.id and l.action = 'drop'
+    returning j.id, j.name, l.action, j.attempt, l.counts
+), rescued as (
+    select id, name, action, attempt, counts from kept
+    union all
+    select id, name, action, attempt, counts from dropped
 ), counted as (
-    insert into x_job_counters (name, period, bucket, retried, dead)
+    insert into x_job_counters (name, period, bucket, retried, dead, dropped)
     select r.name, 'minute', date_trunc('minute', now()),
-           count(*) filter (where r.state = 'queued'),
-           count(*) filter (where r.state = 'failed')
+           count(*) filter (where r.action = 'retry'),
+           count(*) filter (where r.action = 'fail'),
+           count(*) filter (where r.action = 'drop')
     from rescued r
+    where r.counts
     group by r.name
     order by r.name
     on conflict (name, period, bucket)
     do update set retried = x_job_counters.retried + excluded.retried,
-                  dead = x_job_counters.dead + excluded.dead
+                  dead = x_job_counters.dead + excluded.dead,
+                  dropped = x_job_counters.dropped + excluded.dropped
 )
-select id, name, state, attempt from rescued
+select id, name, action, attempt from rescued
 
 -- name: job_get
 -- One job for an operator or a result reader; the lease internals stay out.
