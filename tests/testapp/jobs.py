@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 from typing import Any
 
@@ -167,6 +168,58 @@ def exit_hard(ctx: Any) -> None:
     """Kills its own process: a poison job."""
     _effect(ctx)
     os._exit(1)
+
+
+@job(name="tests.hangs_on_socket", tenant="none", timeout=1, retry=Retry(attempts=1))
+def hangs_on_socket(ctx: Any, *, port: int) -> None:
+    """Reads from a local server that never answers, with no socket timeout: it ignores its
+    cancel and holds its thread until the test closes the connection."""
+    _effect(ctx, label="hang")
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(None)
+        sock.recv(1)
+
+
+@job(name="tests.timed_record", tenant="none", timeout=2, retry=FAST_RETRY)
+def timed_record(ctx: Any, *, n: int = 0) -> int:
+    """A quick body that declares a timeout it never reaches."""
+    _effect(ctx, label="run")
+    return n
+
+
+ASYNC_CANCELLED: list[tuple[str, int]] = []
+"""(job id, attempt) per async body that got CancelledError, in this process."""
+
+
+@job(
+    name="tests.async_sleeps",
+    tenant="none",
+    timeout=0.5,
+    retry=Retry(attempts=2, backoff_base_seconds=0.01, jitter=0),
+    on_settled=_record_settled,
+)
+async def async_sleeps(ctx: Any, *, seconds: float = 60.0) -> str:
+    """Awaits far past its timeout; records the cancel it gets."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        ASYNC_CANCELLED.append((str(ctx.job_id), ctx.attempt))
+        raise
+    return "slept"
+
+
+@job(
+    name="tests.fails_once_slowly",
+    tenant="none",
+    retry=Retry(attempts=2, backoff_base_seconds=0.2, backoff_cap_seconds=0.2, jitter=0),
+)
+def fails_once_slowly(ctx: Any, *, seconds: float) -> int:
+    """Attempt 1 runs ``seconds`` (long enough for an idle loop to back off), then fails; its
+    retry, due 0.2 s later, succeeds."""
+    if ctx.attempt == 1:
+        time.sleep(seconds)
+        raise RuntimeError("the first attempt fails on purpose")
+    return ctx.attempt
 
 
 @task(name="tests.every_second", cron="* * * * * *", tz="UTC", tenant="none")

@@ -4,6 +4,7 @@ once, and gives back what it still runs when it stops."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 import pytest
 
@@ -263,3 +264,17 @@ def test_a_jobs_own_lease_overrides_the_visibility_timeout(make_worker) -> None:
     wait_for(lambda: state(job_id) == "running")
     row = Job.objects.get(id=job_id)
     assert (row.lease_expires_at - row.started_at).total_seconds() > 590
+
+
+def test_a_retry_due_sooner_than_the_idle_wait_wakes_the_worker(make_worker) -> None:
+    # The first attempt runs 3 s, long enough for the idle backoff to climb far toward its
+    # 10 s ceiling; with no wake, only the retry's own due time can cut that wait short.
+    result = jobs.fails_once_slowly.enqueue(seconds=3.0)
+    make_worker(use_wake=False, poll_ceiling=10.0, poll_ceiling_wake=10.0)
+    wait_for(lambda: state(result.id) == "completed", timeout=30)
+    row = Job.objects.get(id=result.id)
+    assert (row.attempt, row.result) == (2, 2)
+    failed_at = datetime.fromisoformat(row.errors[0]["at"])
+    waited = (row.finished_at - failed_at).total_seconds()
+    assert waited < 2.0, f"the 0.2 s retry completed {waited:.2f} s after the failure"
+    print(f"\n[retry] the 0.2 s retry completed {waited:.2f} s after the first failure")

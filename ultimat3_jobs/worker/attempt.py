@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -17,7 +18,8 @@ OutcomeKind = Literal["completed", "failed", "lost"]
 @dataclass(slots=True, eq=False)
 class Attempt:
     """A running attempt. Several threads touch it (the body's, the settler, maintenance); the
-    one rule is :meth:`take_settle`: only the thread that wins it writes the settle."""
+    rules are :meth:`take_settle` (only the thread that wins it writes the settle) and
+    :meth:`begin` (a body starts only while nothing has ended its attempt)."""
 
     job: ClaimedJob
     definition: JobDefinition | None
@@ -27,16 +29,42 @@ class Attempt:
     grace_deadline: float | None = None
     timed_out: bool = False
     lost: bool = False
+    abandoned: bool = False
+    """Settled without its body, which still holds its thread (past its timeout's grace)."""
+    returned: bool = False
+    """Its body returned (or never started): it holds no thread."""
     pending_progress: str | None = None
     holds_slot: bool = True
     """Until its body returns (or is abandoned): a slot is free again before the ack lands."""
     progress_flushed_at: float = 0.0
     body_started: bool = False
+    """Set by :meth:`begin_body` as the body's thread picks it up (before :meth:`begin`
+    decides whether it may run): from then on maintenance no longer marks it pending."""
     pending_marked: bool = False
     """Maintenance is recording (or has recorded) that the body waits to start."""
     pending_written: threading.Event = field(default_factory=threading.Event)
+    began_at: float | None = None
+    """When the body started (``time.monotonic()``); None while it has not."""
     _settle_taken: bool = False
+    _cancel_body: Callable[[], object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def begin(self, *, cancel: Callable[[], object] | None = None) -> bool:
+        """Called by the thread about to run the body, just before it does: True to go ahead,
+        False when the attempt already ended (settled, timed out, cancelled, lost) while it
+        waited, so that a body never starts for an attempt whose ending is written or decided.
+        ``cancel`` interrupts the body (an async body's task); timing out and losing the
+        attempt call it."""
+        with self._lock:
+            if self._settle_taken or self.lost or self.timed_out:
+                return False
+            self.began_at = time.monotonic()
+            self._cancel_body = cancel
+            return True
+
+    @property
+    def began(self) -> bool:
+        return self.began_at is not None
 
     def take_settle(self) -> bool:
         """Claim the right to settle this attempt; True exactly once."""
@@ -66,10 +94,23 @@ class Attempt:
     def settle_taken(self) -> bool:
         return self._settle_taken
 
+    def time_out(self) -> None:
+        """The deadline passed: tell the body to stop (and cancel it where that is possible)."""
+        with self._lock:
+            self.timed_out = True
+            cancel = self._cancel_body
+        self.ctx.cancelled.set()
+        if cancel is not None:
+            cancel()
+
     def lose(self) -> None:
         """The lease is gone (cancelled, rescued, settled elsewhere): stop and write nothing."""
-        self.lost = True
+        with self._lock:
+            self.lost = True
+            cancel = self._cancel_body
         self.ctx.cancelled.set()
+        if cancel is not None:
+            cancel()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import traceback
+from functools import partial
 from typing import Any
 
 from django.db import close_old_connections
@@ -100,9 +102,19 @@ def _timeout_message(attempt: Attempt) -> str:
     return f"job {attempt.job.name!r} ran past its timeout of {timeout:g} s"
 
 
+def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
+    """The outcome of an attempt that ended before its body could start: it timed out while
+    waiting (a failure), or it was cancelled, lost or settled already (the worker drops it)."""
+    if attempt.timed_out and not attempt.lost:
+        return failure(attempt, JobTimedOut(_timeout_message(attempt)), worker_id=worker_id)
+    return Outcome(attempt, "lost")
+
+
 def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     """Run a sync body on the calling (pool) thread, with the job's tenant installed and the
     database connections handled as Django handles them around a request."""
+    if not attempt.begin():
+        return not_begun(attempt, worker_id=worker_id)
     refused = prepare(attempt)
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
@@ -125,7 +137,13 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
 
 
 async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
-    """Run an ``async def`` body on the worker's event loop."""
+    """Run an ``async def`` body on the worker's event loop. Timing out or losing the attempt
+    cancels its task: the body gets ``CancelledError`` at the ``await`` it is in."""
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    cancel = None if task is None else partial(loop.call_soon_threadsafe, task.cancel)
+    if not attempt.begin(cancel=cancel):
+        return not_begun(attempt, worker_id=worker_id)
     refused = prepare(attempt)
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 import uuid
@@ -33,9 +32,11 @@ from ultimat3_jobs.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.worker.backoff import IdleBackoff
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.execute import JobTimedOut, failure, run_async, run_sync
+from ultimat3_jobs.worker.held import HeldThreads
 from ultimat3_jobs.worker.maintenance import Maintenance
 from ultimat3_jobs.worker.policy import ENDINGS, rescue_policy
 from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
+from ultimat3_jobs.worker.recycle import Recycle
 from ultimat3_jobs.worker.settle import Settler, run_settled_hook
 from ultimat3_jobs.worker.store import STORE_ERRORS
 
@@ -43,7 +44,6 @@ logger = logging.getLogger("ultimat3_jobs.worker")
 
 EXIT_OK = 0
 EXIT_FORCED = 1
-MEMORY_CHECK_SECONDS = 1.0
 STORE_RETRY_CEILING_SECONDS = 5.0
 PENDING_WRITE_WAIT_SECONDS = 5.0
 
@@ -82,19 +82,32 @@ class Worker:
         self._wake: WakeSubscription | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        self._recycle = Recycle(config)
         self._backoff = IdleBackoff(
             floor=config.poll_floor,
             ceiling=config.poll_ceiling,
             ceiling_with_wake=config.poll_ceiling_wake,
         )
-        # Room beside the slots for bodies abandoned past their timeout, which keep a thread
-        # until they return.
+        # Spare threads beside the slots for bodies abandoned past their timeout, which keep a
+        # thread until they return; past the spares, slots go unused (see HeldThreads).
         self._pool = BodyPool(config.concurrency * 2, name="jobs-body")
+        self.held = HeldThreads(
+            concurrency=config.concurrency,
+            spare=config.concurrency,
+            on_change=self._held_changed,
+        )
         self._hooks = BodyPool(1, name="jobs-hooks")
-        self._settler = Settler(driver=driver, config=config, on_done=self._done, hooks=self._hooks)
+        self._settler = Settler(
+            driver=driver,
+            config=config,
+            on_done=self._done,
+            hooks=self._hooks,
+            on_retry=self._retry_written,
+        )
         self._maintenance = Maintenance(
             driver=driver,
             config=config,
+            slots=self.held.usable_slots,
             running=self.running_attempts,
             on_timeout=self._abandon_timed_out,
             on_dead=self._rescued_dead,
@@ -121,6 +134,11 @@ class Worker:
             return list(self._running.values())
 
     @property
+    def threads_abandoned(self) -> int:
+        """Body threads held by bodies abandoned past their timeout."""
+        return self.held.count
+
+    @property
     def wake_live(self) -> bool:
         return self._wake is not None and self._wake.is_live()
 
@@ -140,7 +158,6 @@ class Worker:
         )
         self.started.set()
         store_wait = self.config.poll_floor
-        next_memory_check = time.monotonic() + MEMORY_CHECK_SECONDS
         try:
             while self._accepting:
                 # Cleared before looking, so a signal that arrives while we look is kept.
@@ -148,6 +165,7 @@ class Worker:
                 free = self._free_slots()
                 wait: float | None = None
                 if free > 0:
+                    looked_at = time.monotonic()
                     try:
                         jobs = self.driver.job_claim(
                             queues=self.config.queues,
@@ -173,13 +191,11 @@ class Worker:
                             self.exit_reason = "burst: nothing is due"
                             break
                         self.idle.set()
-                        wait = self._backoff.next(wake_live=self.wake_live)
-                if self._over_limits():
+                        wait = self._backoff.next(wake_live=self.wake_live, looked_at=looked_at)
+                recycle = self._recycle.reason(settled=self.settled_count)
+                if recycle is not None:
+                    self.request_stop(reason=recycle)
                     break
-                if time.monotonic() >= next_memory_check:
-                    next_memory_check = time.monotonic() + MEMORY_CHECK_SECONDS
-                    if self._over_memory():
-                        break
                 # Every slot busy: a freed slot signals; idle: the backoff, cut short by a wake.
                 self._signal.wait(wait)
         finally:
@@ -241,12 +257,15 @@ class Worker:
                 close_thread_connections()
 
     def _free_slots(self) -> int:
-        """Slots whose body is not running. Attempts waiting for their ack do not hold one,
-        but once twice the slots' worth wait (the settler is behind), nothing more is claimed."""
+        """Slots whose body is not running and that a thread can run a body in now. Attempts
+        waiting for their ack do not hold one, but once twice the slots' worth wait (the
+        settler is behind), nothing more is claimed. Nothing is claimed that would wait for a
+        thread with its lease running (threads held by abandoned bodies run none)."""
         with self._lock:
             if len(self._running) >= 2 * self.config.concurrency:
                 return 0
-            return self.config.concurrency - self._slots_used
+            free = self.config.concurrency - self._slots_used
+        return max(0, min(free, self._pool.idle()))
 
     def _release_slot(self, attempt: Attempt) -> None:
         with self._lock:
@@ -261,6 +280,9 @@ class Worker:
             outcome = future.result()
         except BaseException as exc:
             outcome = failure(attempt, exc, worker_id=self.config.worker_id)
+        self.held.returned(attempt)
+        if not attempt.holds_slot:
+            self._signal.set()  # its thread is free again, though it held no slot any more
         self._release_slot(attempt)
         if not attempt.take_settle():
             return  # settled on its behalf already (timed out past grace, released)
@@ -310,8 +332,17 @@ class Worker:
             attempt.job.id,
         )
         message = f"job {attempt.job.name!r} ran past its timeout and did not stop"
+        self.held.abandon(attempt)
         self._release_slot(attempt)  # its thread may never return; the slot is not its own now
         self._settler.put(failure(attempt, JobTimedOut(message), worker_id=self.config.worker_id))
+
+    def _held_changed(self) -> None:
+        self._maintenance.register_now()  # the registry row shows the slots left
+        self._signal.set()
+
+    def _retry_written(self, delay: float) -> None:
+        """The settler wrote a retry due in ``delay`` s: the idle loop looks again by then."""
+        self._backoff.due(time.monotonic() + delay)
 
     def _rescued_dead(self, job: RescuedJob) -> None:
         """A rescued attempt ended its job (failed for good or dropped): run ``on_settled``."""
@@ -337,23 +368,7 @@ class Worker:
             self._loop, self._loop_thread = loop, thread
         return self._loop
 
-    # -- limits and shutdown --------------------------------------------------------------------
-
-    def _over_limits(self) -> bool:
-        if self.config.max_jobs is not None and self.settled_count >= self.config.max_jobs:
-            self.request_stop(reason=f"--max-jobs {self.config.max_jobs} reached")
-            return True
-        return False
-
-    def _over_memory(self) -> bool:
-        limit = self.config.max_memory_mb
-        if limit is None:
-            return False
-        rss = resident_memory_mb()
-        if rss is not None and rss > limit:
-            self.request_stop(reason=f"--max-memory: {rss:.0f} MB over {limit:g} MB")
-            return True
-        return False
+    # -- shutdown -------------------------------------------------------------------------------
 
     def _shutdown(self) -> int:
         self._accepting = False
@@ -414,13 +429,3 @@ class Worker:
             with self._lock:
                 self._running.pop(attempt.job.id, None)
         return released
-
-
-def resident_memory_mb() -> float | None:
-    """This process' resident memory, where ``/proc`` tells it."""
-    try:
-        with open("/proc/self/statm") as statm:
-            pages = int(statm.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20

@@ -47,6 +47,7 @@ class Maintenance(threading.Thread):
         decide: Callable[[ExpiredAttempt], FailureDecision],
         on_timeout: Callable[[Attempt], None],
         is_draining: Callable[[], bool],
+        slots: Callable[[], int] | None = None,
     ) -> None:
         super().__init__(name="jobs-maintenance", daemon=True)
         self._driver = driver
@@ -56,6 +57,7 @@ class Maintenance(threading.Thread):
         self._decide = decide
         self._on_timeout = on_timeout
         self._is_draining = is_draining
+        self._slots = slots
         self._stopping = threading.Event()
         self._kick = threading.Event()
         now = time.monotonic()
@@ -138,7 +140,7 @@ class Maintenance(threading.Thread):
             host=socket.gethostname(),
             pid=os.getpid(),
             queues=list(self._config.queues),
-            slots=self._config.concurrency,
+            slots=self._config.concurrency if self._slots is None else self._slots(),
             ttl_seconds=max(self._config.lease_seconds, self._config.registry_interval * 3),
             draining=self._is_draining(),
         )
@@ -191,8 +193,7 @@ class Maintenance(threading.Thread):
                 continue
             if attempt.deadline is not None and not attempt.timed_out:
                 if now >= attempt.deadline:
-                    attempt.timed_out = True
-                    attempt.ctx.cancelled.set()
+                    attempt.time_out()  # sets ctx.cancelled; cancels an async body's task
                     attempt.grace_deadline = now + self._config.timeout_grace
                     logger.warning(
                         "jobs.timeout: %s %s ran past its timeout; cancelling it",

@@ -28,13 +28,20 @@ def close_thread_connections() -> None:
 
 
 class BodyPool:
-    """``size`` threads taking callables from one queue; ``submit`` answers a Future."""
+    """``size`` threads taking callables from one queue; ``submit`` answers a Future.
+
+    ``idle()`` counts the threads that could start a callable submitted now: a thread busy
+    with a callable that never returns (a body abandoned past its timeout) is not one of them.
+    """
 
     def __init__(self, size: int, *, name: str) -> None:
         self._tasks: queue.SimpleQueue[
             tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None
         ]
         self._tasks = queue.SimpleQueue()
+        self.size = size
+        self._busy = 0
+        self._busy_lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._serve, name=f"{name}-{index}", daemon=True)
             for index in range(size)
@@ -44,8 +51,19 @@ class BodyPool:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
+        with self._busy_lock:
+            self._busy += 1
         self._tasks.put((future, fn, args))
         return future
+
+    def idle(self) -> int:
+        """Threads not running or about to run a submitted callable."""
+        with self._busy_lock:
+            return self.size - self._busy
+
+    def _not_busy(self) -> None:
+        with self._busy_lock:
+            self._busy -= 1
 
     def shutdown(self, *, timeout: float) -> list[str]:
         """Stop every thread once its current task ends; answers the names of threads still
@@ -64,10 +82,17 @@ class BodyPool:
                     return
                 future, fn, args = task
                 if not future.set_running_or_notify_cancel():
+                    self._not_busy()
                     continue
+                # The thread counts as idle again before the Future's callbacks run, so that a
+                # callback asking how many threads are idle sees this one.
                 try:
-                    future.set_result(fn(*args))
+                    result = fn(*args)
                 except BaseException as exc:
+                    self._not_busy()
                     future.set_exception(exc)
+                else:
+                    self._not_busy()
+                    future.set_result(result)
         finally:
             close_thread_connections()

@@ -41,11 +41,13 @@ class Settler(threading.Thread):
         config: WorkerConfig,
         on_done: Callable[[Attempt, str], None],
         hooks: BodyPool,
+        on_retry: Callable[[float], None] | None = None,
     ) -> None:
         super().__init__(name="jobs-settler", daemon=True)
         self._driver = driver
         self._config = config
         self._on_done = on_done
+        self._on_retry = on_retry
         self._hooks = hooks
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
@@ -141,6 +143,8 @@ class Settler(threading.Thread):
         )
         if landed and ending is not None:
             self._ended(attempt, ending)
+        if landed and action == "retry" and self._on_retry is not None:
+            self._on_retry(delay)  # the claim loop looks again when the retry falls due
         self._on_done(attempt, action)
 
     def _flush_progress(self, attempts: list[Attempt]) -> None:

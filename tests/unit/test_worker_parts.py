@@ -1,0 +1,86 @@
+"""The worker's small parts, without a database: an attempt's begin rule, the pool's idle
+count, the idle backoff's due times."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from functools import partial
+
+from ultimat3_jobs.context import JobContext
+from ultimat3_jobs.types import ClaimedJob
+from ultimat3_jobs.worker.attempt import Attempt
+from ultimat3_jobs.worker.backoff import IdleBackoff
+from ultimat3_jobs.worker.pool import BodyPool
+
+
+def make_attempt() -> Attempt:
+    now = datetime.now(UTC)
+    job = ClaimedJob(
+        id=uuid.uuid4(),
+        name="tests.noop",
+        queue="default",
+        input={},
+        attempt=1,
+        max_attempts=3,
+        claim_token=uuid.uuid4(),
+        priority=0,
+        tenant_id=None,
+        lease_expires_at=now,
+        enqueued_at=now,
+    )
+    return Attempt(job=job, definition=None, ctx=JobContext(job_id=job.id, name=job.name))
+
+
+def test_a_body_begins_only_while_its_attempt_is_open() -> None:
+    attempt = make_attempt()
+    assert attempt.begin()
+    assert attempt.began
+
+    for end in (Attempt.take_settle, Attempt.time_out, Attempt.lose):
+        attempt = make_attempt()
+        end(attempt)
+        assert not attempt.begin(), end.__name__
+        assert not attempt.began
+
+
+def test_timing_out_or_losing_an_attempt_cancels_its_body() -> None:
+    for end in (Attempt.time_out, Attempt.lose):
+        cancelled: list[str] = []
+        attempt = make_attempt()
+        assert attempt.begin(cancel=partial(cancelled.append, "cancel"))
+        end(attempt)
+        assert cancelled == ["cancel"]
+        assert attempt.ctx.cancelled.is_set()
+
+
+def test_the_pool_counts_a_thread_busy_until_its_callable_returns() -> None:
+    pool = BodyPool(2, name="test-pool")
+    release = threading.Event()
+    try:
+        assert pool.idle() == 2
+        held = pool.submit(release.wait, 10)
+        assert pool.idle() == 1
+        seen: list[int] = []
+        done = pool.submit(lambda: None)
+        done.add_done_callback(lambda _: seen.append(pool.idle()))
+        done.result(5)
+        assert seen == [1]  # idle again before its callbacks run; the held one is not
+        release.set()
+        held.result(5)
+        assert pool.idle() == 2
+    finally:
+        release.set()
+        pool.shutdown(timeout=5)
+
+
+def test_a_due_time_sooner_than_the_wait_cuts_it() -> None:
+    backoff = IdleBackoff(floor=8.0, ceiling=8.0, ceiling_with_wake=8.0)
+    now = time.monotonic()
+    backoff.due(now + 0.5)
+    backoff.due(now + 100)  # past every ceiling: the poll finds it, nothing is kept
+    assert backoff.next(looked_at=now) <= 0.5
+    # A look that began once it was due has seen it: the waits are the backoff's again.
+    assert backoff.next(looked_at=now + 0.6) == 8.0
