@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     that word added) and then ``migrate --fake`` this one."""
 
     dependencies = [
-        ("ultimat3_jobs", "0004_newest_index"),
+        ("ultimat3_jobs", "0006_rescue_policy"),
     ]
 
     operations = [
