@@ -27,7 +27,7 @@ from ultimat3_jobs.types import Heartbeat, JobState, RescuedJob
 from ultimat3_jobs.worker.attempt import Attempt
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.pool import close_thread_connections
-from ultimat3_jobs.worker.store import STORE_ERRORS, STORE_UNREACHABLE
+from ultimat3_jobs.worker.store import STORE_ERRORS, STORE_UNREACHABLE, refusal
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -180,7 +180,7 @@ class Maintenance(threading.Thread):
             if not progress:
                 raise
             # The store refused a progress value: the leases matter more than the progress.
-            logger.error("jobs.progress.refused: progress not stored (%s)", exc)
+            logger.error("jobs.progress.refused: progress not stored (%s)", refusal(exc))
             progress.clear()
             return self._driver.job_heartbeat_many(attempts=pairs, lease_seconds=lease)
 

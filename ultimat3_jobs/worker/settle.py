@@ -33,7 +33,7 @@ from ultimat3_jobs.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.execute import ERROR_MESSAGE_LIMIT, storable
 from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
-from ultimat3_jobs.worker.store import STORE_UNREACHABLE
+from ultimat3_jobs.worker.store import STORE_UNREACHABLE, refusal
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -152,7 +152,7 @@ class Settler(threading.Thread):
                     "jobs.settle.refused: the database refused the result of %s %s: %s",
                     acks[0].attempt.job.name,
                     acks[0].attempt.job.id,
-                    exc,
+                    refusal(exc),
                 )
                 return set(), {items[0].job_id: exc}
         half = len(items) // 2
@@ -200,7 +200,7 @@ class Settler(threading.Thread):
                 action,
                 attempt.job.name,
                 attempt.job.id,
-                exc,
+                refusal(exc),
             )
             error = _refused_error(
                 attempt, exc, self._worker_id, what="error entry", kept=outcome.error
@@ -213,7 +213,7 @@ class Settler(threading.Thread):
                 "and the rescuer takes it back",
                 attempt.job.name,
                 attempt.job.id,
-                exc,
+                refusal(exc),
             )
             return False
 
@@ -255,7 +255,7 @@ def _refused_error(
 ) -> AttemptError:
     """The error entry of an attempt whose ``what`` the database refused to store; what can be
     kept of the attempt's own error (made storable) follows in the message and traceback."""
-    message = f"the database refused to store this attempt's {what}: {type(exc).__name__}: {exc}"
+    message = f"the database refused to store this attempt's {what}: {refusal(exc)}"
     if kept is not None:
         message += f"; the attempt failed with {kept.error_class}: {kept.message}"
     return AttemptError(
