@@ -33,7 +33,9 @@ The tree::
     Terminal                                   X_JOB_TERMINAL
 
     Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
-    attempt whose worker was lost before it settled.
+    attempt whose worker was lost before it settled; SettleRefused
+    (``ultimat3_jobs.SettleRefused``), of an attempt whose result or error the database refused
+    to store.
 
 Each class's docstring is its default message; ``docs/reference/errors.md`` lists every code and a
 test keeps the page and this module in step.
@@ -215,6 +217,10 @@ class Terminal(Exception):
 
 class LeaseExpired(Exception):
     """The lease of an attempt expired before it settled: its worker was lost."""
+
+
+class SettleRefused(Exception):
+    """The database refused to store how an attempt ended (its result or its error entry)."""
 
 
 def all_error_classes() -> list[type[JobsError] | type[Terminal]]:

@@ -148,11 +148,30 @@ class ClaimedJob:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AckItem:
-    """One completed attempt; ``result_json`` is the JSON text of its return value."""
+    """One completed attempt; ``result_json`` is the JSON text of its return value,
+    ``progress_json`` its last progress not stored yet (``None``: keep the stored one)."""
 
     job_id: uuid.UUID
     claim_token: uuid.UUID
     result_json: str = "null"
+    progress_json: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    """What one ``job_heartbeat_many`` did. ``renewed``: the lease was extended and the
+    progress given was stored. ``busy``: still running under its claim token, but another
+    transaction holds the row locked right now (a body's own, an operator's), so it was skipped
+    for this beat, nothing written; its lease is NOT lost. Any other id given has lost its
+    lease (rescued, cancelled or settled elsewhere)."""
+
+    renewed: frozenset[uuid.UUID] = frozenset()
+    busy: frozenset[uuid.UUID] = frozenset()
+
+    @property
+    def held(self) -> frozenset[uuid.UUID]:
+        """The ids whose lease this worker still holds."""
+        return self.renewed | self.busy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

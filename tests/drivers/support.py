@@ -162,9 +162,11 @@ def nack(action: str, *, counts: bool = True, delay: float = 0.0) -> FencedWrite
 
 
 def heartbeat(driver: JobDriver, job_id: uuid.UUID, token: uuid.UUID) -> bool:
-    landed = driver.job_heartbeat_many(attempts=[(job_id, token)], lease_seconds=120)
-    assert landed <= {job_id}
-    return job_id in landed
+    beat = driver.job_heartbeat_many(
+        attempts=[(job_id, token)], lease_seconds=120, progress={job_id: '{"beat":1}'}
+    )
+    assert beat.held <= {job_id} and not beat.busy
+    return job_id in beat.renewed
 
 
 def progress(driver: JobDriver, job_id: uuid.UUID, token: uuid.UUID) -> bool:

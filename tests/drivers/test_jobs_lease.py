@@ -1,4 +1,5 @@
-"""job_heartbeat_many and job_rescue_expired: keeping a lease, and taking back a lost one."""
+"""job_heartbeat_many and job_rescue_expired: keeping a lease (and storing progress with it), and
+taking back a lost one."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from tests.drivers.support import (
     state_of,
     utcnow,
 )
-from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, JobState, RescuedJob
+from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, Heartbeat, JobState, RescuedJob
 
 LEASE_EXPIRED = "ultimat3_jobs.LeaseExpired"
 
@@ -40,11 +41,13 @@ def _expired(driver, store, count=1, **overrides):
     return jobs
 
 
+def _beat(driver, attempts, lease_seconds=60, **kwargs):
+    return driver.job_heartbeat_many(attempts=attempts, lease_seconds=lease_seconds, **kwargs)
+
+
 def test_job_heartbeat_many_extends_lease(driver):
     job = _running(driver)
-    assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=600) == {
-        job.id
-    }
+    assert _beat(driver, [(job.id, job.claim_token)], 600) == Heartbeat(renewed={job.id})
     record = get(driver, job.id)
     assert about(600 - LEASE, seconds_between(record.lease_expires_at, job.lease_expires_at))
     assert (record.state, record.attempt) == (JobState.RUNNING, 1)
@@ -52,9 +55,7 @@ def test_job_heartbeat_many_extends_lease(driver):
 
 def test_job_heartbeat_many_job_lease_seconds_overrides(driver):
     job = _running(driver, lease_seconds=900)
-    assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=5) == {
-        job.id
-    }
+    assert _beat(driver, [(job.id, job.claim_token)], 5).renewed == {job.id}
     record = get(driver, job.id)
     assert about(900, seconds_between(record.lease_expires_at, record.started_at))
     assert seconds_between(record.lease_expires_at, job.lease_expires_at) >= 0
@@ -69,18 +70,46 @@ def test_job_heartbeat_many_answers_only_landed_ids(driver):
         (wrong.id, uuid.uuid4()),
         (uuid.uuid4(), kept.claim_token),
     ]
-    assert driver.job_heartbeat_many(attempts=attempts, lease_seconds=60) == {kept.id}
+    beat = _beat(driver, attempts)
+    assert (beat.renewed, beat.busy, beat.held) == ({kept.id}, set(), {kept.id})
 
 
 def test_job_heartbeat_many_empty_lands_nothing(driver):
-    assert driver.job_heartbeat_many(attempts=[], lease_seconds=60) == set()
+    assert _beat(driver, []) == Heartbeat()
+
+
+def test_job_heartbeat_many_stores_progress_given(driver):
+    first, second, lost = (_running(driver) for _ in range(3))
+    assert driver.job_progress(
+        job_id=second.id, claim_token=second.claim_token, progress_json='{"kept":1}'
+    )
+    assert driver.job_cancel(job_id=lost.id)
+    attempts = [(job.id, job.claim_token) for job in (first, second, lost)]
+    progress = {first.id: '{"current":3,"total":9}', lost.id: '{"current":1}'}
+    beat = _beat(driver, attempts, progress=progress)
+    assert beat == Heartbeat(renewed={first.id, second.id})
+    assert get(driver, first.id).progress == {"current": 3, "total": 9}
+    assert get(driver, second.id).progress == {"kept": 1}  # none given: the stored one stays
+    assert get(driver, lost.id).progress is None  # fenced: a lost attempt's progress is not kept
+    assert _beat(driver, attempts[:1], progress={first.id: "[4]"}).renewed == {first.id}
+    assert get(driver, first.id).progress == [4]
+
+
+def test_job_heartbeat_many_progress_of_a_stale_attempt_does_not_land(driver, store):
+    [job] = _expired(driver, store)
+    assert [rescued.id for rescued in driver.job_rescue_expired()] == [job.id]
+    store.make_due(job.id)
+    again = claim_one(driver, worker_id="w-second")
+    beat = _beat(driver, [(job.id, job.claim_token)], progress={job.id: '"stale"'})
+    assert beat == Heartbeat()
+    assert get(driver, job.id).progress is None
+    assert _beat(driver, [(job.id, again.claim_token)], progress={job.id: '"fresh"'}).renewed
+    assert get(driver, job.id).progress == "fresh"
 
 
 def test_job_heartbeat_many_after_expiry_keeps_job_from_rescue(driver, store):
     [job] = _expired(driver, store)
-    assert driver.job_heartbeat_many(attempts=[(job.id, job.claim_token)], lease_seconds=60) == {
-        job.id
-    }
+    assert _beat(driver, [(job.id, job.claim_token)]).renewed == {job.id}
     assert rescue(driver) == []
     record = get(driver, job.id)
     assert (record.state, record.errors) == (JobState.RUNNING, [])

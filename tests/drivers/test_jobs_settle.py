@@ -198,3 +198,62 @@ def test_job_settle_moves_counters_exactly(driver, store, outcome):
     assert not write(driver, job.id, job.claim_token)
     assert store.counters("tests.add") == expected
     assert store.counters("tests.echo") == counters()
+
+
+def test_job_ack_many_stores_the_last_progress_given(driver):
+    given, kept = _running(driver), _running(driver)
+    assert driver.job_progress(
+        job_id=kept.id, claim_token=kept.claim_token, progress_json='{"current":1}'
+    )
+    items = [
+        AckItem(job_id=given.id, claim_token=given.claim_token, progress_json='{"current":9}'),
+        AckItem(job_id=kept.id, claim_token=kept.claim_token),
+    ]
+    assert driver.job_ack_many(items=items) == {given.id, kept.id}
+    assert get(driver, given.id).progress == {"current": 9}
+    assert get(driver, kept.id).progress == {"current": 1}
+
+
+@pytest.mark.parametrize("action", ["retry", "fail"])
+def test_job_nack_stores_the_last_progress_given(driver, action):
+    job = _running(driver)
+    assert driver.job_nack(
+        job_id=job.id, claim_token=job.claim_token, action=action, progress_json='{"at":"step 2"}'
+    )
+    assert get(driver, job.id).progress == {"at": "step 2"}
+
+
+def test_job_settle_progress_is_fenced(driver):
+    job = _running(driver)
+    stale = uuid.uuid4()
+    item = AckItem(job_id=job.id, claim_token=stale, progress_json='"stale"')
+    assert driver.job_ack_many(items=[item]) == set()
+    assert not driver.job_nack(
+        job_id=job.id, claim_token=stale, action="fail", progress_json='"stale"'
+    )
+    assert get(driver, job.id).progress is None
+
+
+def _refusal(driver):
+    """A write the store refuses raises; on PostgreSQL it runs in a savepoint, so the test's
+    own transaction stays usable."""
+    if driver.name == "postgres":
+        from django.db import DatabaseError, transaction
+
+        return pytest.raises(DatabaseError), transaction.atomic()
+    import contextlib
+
+    return pytest.raises(ValueError), contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("text", ["nul \x00 inside", "lone \ud800 surrogate"])
+def test_job_nack_refuses_an_error_entry_jsonb_cannot_hold(driver, text):
+    """What jsonb refuses is refused by every driver, and nothing is written: the settler
+    then isolates the refused attempt instead of retrying it."""
+    job = _running(driver)
+    before = get(driver, job.id)
+    error = attempt_error(1, error_class=f"app.{text}")
+    raises, savepoint = _refusal(driver)
+    with raises, savepoint:
+        driver.job_nack(job_id=job.id, claim_token=job.claim_token, action="fail", error=error)
+    assert get(driver, job.id) == before

@@ -9,6 +9,9 @@ Rules every driver keeps:
 * **Fencing.** Every write about a running attempt (ack, nack, heartbeat, progress) lands only
   where ``state = 'running'`` and the claim token matches. A miss is not an error: the method
   answers that it did not land, and the driver logs ``jobs.settle.unowned``.
+* **No waiting on a body.** The worker's own writes (heartbeat, settle) never join a body's
+  transaction and a heartbeat never waits on a row lock: a locked row is skipped for one beat
+  and answered busy, which is not a lost lease.
 * **Store time.** Due times, leases and rescue compare against the store's clock (PostgreSQL's
   ``now()``), never the caller's.
 * **JSON form.** Input, results and progress are stored as the JSON text the caller encoded and
@@ -20,7 +23,7 @@ from __future__ import annotations
 import abc
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
@@ -41,6 +44,7 @@ from ultimat3_jobs.types import (
     ExpiredAttempt,
     FailureDecision,
     FireResult,
+    Heartbeat,
     JobPage,
     JobRecord,
     JobState,
@@ -208,6 +212,14 @@ def log_unowned(operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> No
     )
 
 
+def log_lost_beats(attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], beat: Heartbeat) -> None:
+    """Log ``jobs.settle.unowned`` for each attempt a heartbeat found lost (not busy)."""
+    held = beat.held
+    for job_id, token in attempts:
+        if job_id not in held:
+            log_unowned("heartbeat", job_id, token)
+
+
 class JobDriver(abc.ABC):
     """A job store. Methods are named ``noun_verb[_many]``, the same name as the SQL statement
     or script that implements them and the parity tests that pin them; all arguments after
@@ -233,8 +245,10 @@ class JobDriver(abc.ABC):
     @abc.abstractmethod
     def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
         """Settle completed attempts in one write: each lands (state ``completed``, its result
-        stored, ``finished_at`` set, the minute's ``completed`` counter moved) only if it is
-        still running under its claim token. Answers the ids that landed."""
+        stored, its ``progress_json`` too when given, ``finished_at`` set, the minute's
+        ``completed`` counter moved) only if it is still running under its claim token.
+        Answers the ids that landed. A value the store refuses fails the whole write (nothing
+        lands); the caller isolates the row it refused."""
 
     @abc.abstractmethod
     def job_cancel(self, *, job_id: uuid.UUID) -> bool:
@@ -274,10 +288,19 @@ class JobDriver(abc.ABC):
         *,
         attempts: Sequence[tuple[uuid.UUID, uuid.UUID]],
         lease_seconds: float,
-    ) -> set[uuid.UUID]:
+        progress: Mapping[uuid.UUID, str] | None = None,
+    ) -> Heartbeat:
         """Extend the leases of running attempts, given as ``(job_id, claim_token)``, to now
-        plus the job's own ``lease_seconds`` or else ``lease_seconds``. Answers the ids whose
-        lease was extended; a missing id has lost its lease (rescued, cancelled, settled)."""
+        plus the job's own ``lease_seconds`` or else ``lease_seconds``, and store the progress
+        (JSON text) given for some of them in the same fenced write: the worker stores
+        progress through its own connection, never through a body's.
+
+        It never waits on a row lock: a row another transaction holds (a body's own
+        transaction on the job database, an operator's write) is skipped for this beat and
+        answered ``busy``, which is not a lost lease. Answers a
+        :class:`~ultimat3_jobs.types.Heartbeat`: ``renewed`` ids (lease extended, progress
+        stored), ``busy`` ids (still held, nothing written); a missing id has lost its lease
+        (rescued, cancelled, settled)."""
 
     @abc.abstractmethod
     def job_list(
@@ -326,10 +349,12 @@ class JobDriver(abc.ABC):
         delay_seconds: float = 0.0,
         error: AttemptError | None = None,
         counts_as_attempt: bool = True,
+        progress_json: str | None = None,
     ) -> bool:
         """Settle a failed attempt, fenced. ``retry``: back to ``queued``, due ``delay_seconds``
         from now. ``fail``: ``failed`` for good, kept as a dead letter. ``drop``: failed for
-        good and deleted. ``error`` is appended to the job's errors. An attempt that does not
+        good and deleted. ``error`` is appended to the job's errors and ``progress_json``, when
+        given, stored (not for a drop). An attempt that does not
         count (``counts_as_attempt=False``: a release at shutdown, a refusal) gives its attempt
         back. Counters: retried, dead (or refused when it does not count), dropped. Answers
         whether it landed."""
@@ -338,7 +363,9 @@ class JobDriver(abc.ABC):
     def job_progress(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
     ) -> bool:
-        """Store a running attempt's progress (JSON text), fenced. Answers whether it landed."""
+        """Store a running attempt's progress (JSON text), fenced. Answers whether it landed.
+        The worker does not call it (its heartbeat and settle carry progress); it is for
+        tools and tests."""
 
     @abc.abstractmethod
     def job_promote(self, *, job_id: uuid.UUID) -> bool:

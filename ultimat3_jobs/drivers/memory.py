@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
@@ -31,10 +31,11 @@ from ultimat3_jobs.drivers.base import (
     check_job_list,
     check_pause,
     cursor_gone,
+    log_lost_beats,
     log_unowned,
 )
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
-from ultimat3_jobs.serialization import decode_json
+from ultimat3_jobs.serialization import check_json, decode_json
 from ultimat3_jobs.types import (
     COUNTER_OUTCOMES,
     FINISHED_STATES,
@@ -53,6 +54,7 @@ from ultimat3_jobs.types import (
     ExpiredAttempt,
     FailureDecision,
     FireResult,
+    Heartbeat,
     JobPage,
     JobRecord,
     JobState,
@@ -180,7 +182,9 @@ def _expired(row: _Row) -> ExpiredAttempt:
 
 
 def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
-    # Through JSON and back, so an error entry reads back as jsonb would give it.
+    # Through JSON and back, so an error entry reads back as jsonb would give it; what jsonb
+    # refuses (NUL, a lone surrogate) is refused here too.
+    check_json(entry, root="error", max_depth=4)
     normal: dict[str, Any] = json.loads(json.dumps(entry, allow_nan=False))
     return normal
 
@@ -326,6 +330,7 @@ class MemoryDriver(JobDriver):
             return set()
         for item in items:
             _check_json(item.result_json, "result")
+            _check_json(item.progress_json or "null", "progress")
         landed: set[uuid.UUID] = set()
         with self._lock:
             now = self.now()
@@ -335,6 +340,7 @@ class MemoryDriver(JobDriver):
                     continue
                 self._move(row, JobState.COMPLETED)
                 row.result_json = item.result_json
+                row.progress_json = item.progress_json or row.progress_json
                 row.finished_at = now
                 row.lease_expires_at = None
                 self._count(row.name, now, "completed")
@@ -444,10 +450,16 @@ class MemoryDriver(JobDriver):
             )
 
     def job_heartbeat_many(
-        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], lease_seconds: float
-    ) -> set[uuid.UUID]:
-        if not attempts:
-            return set()
+        self,
+        *,
+        attempts: Sequence[tuple[uuid.UUID, uuid.UUID]],
+        lease_seconds: float,
+        progress: Mapping[uuid.UUID, str] | None = None,
+    ) -> Heartbeat:
+        # No row locks here: no attempt is ever busy, every held one is renewed.
+        given = progress or {}
+        for text in given.values():
+            _check_json(text, "progress")
         landed: set[uuid.UUID] = set()
         with self._lock:
             now = self.now()
@@ -457,11 +469,11 @@ class MemoryDriver(JobDriver):
                     continue
                 seconds = row.lease_seconds if row.lease_seconds is not None else lease_seconds
                 row.lease_expires_at = now + timedelta(seconds=float(seconds))
+                row.progress_json = given.get(job_id, row.progress_json)
                 landed.add(row.id)
-        for job_id, token in attempts:
-            if job_id not in landed:
-                log_unowned("heartbeat", job_id, token)
-        return landed
+        beat = Heartbeat(renewed=frozenset(landed))
+        log_lost_beats(attempts, beat)
+        return beat
 
     def job_list(
         self,
@@ -550,13 +562,16 @@ class MemoryDriver(JobDriver):
         delay_seconds: float = 0.0,
         error: AttemptError | None = None,
         counts_as_attempt: bool = True,
+        progress_json: str | None = None,
     ) -> bool:
         if action not in ("retry", "fail", "drop"):
             raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
         entry = _normalized(error.as_json()) if error is not None and action != "drop" else None
+        _check_json(progress_json or "null", "progress")
         with self._lock:
             row = self._owned(job_id, claim_token)
             if row is not None:
+                row.progress_json = progress_json or row.progress_json
                 self._settle_nack(row, action, delay_seconds, entry, counts_as_attempt)
         if row is None:
             log_unowned(f"nack ({action})", job_id, claim_token)

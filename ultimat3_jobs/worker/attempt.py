@@ -34,9 +34,10 @@ class Attempt:
     returned: bool = False
     """Its body returned (or never started): it holds no thread."""
     pending_progress: str | None = None
+    """The body's last progress (JSON text) not stored yet: the heartbeat, or else the settle,
+    stores it through the worker's own connection."""
     holds_slot: bool = True
     """Until its body returns (or is abandoned): a slot is free again before the ack lands."""
-    progress_flushed_at: float = 0.0
     body_started: bool = False
     """Set by :meth:`begin_body` as the body's thread picks it up (before :meth:`begin`
     decides whether it may run): from then on maintenance no longer marks it pending."""
@@ -89,6 +90,22 @@ class Attempt:
         with self._lock:
             self.body_started = True
             return self.pending_marked
+
+    def set_progress(self, text: str) -> None:
+        with self._lock:
+            self.pending_progress = text
+
+    def take_progress(self) -> str | None:
+        """The pending progress, now in the caller's hands (``None`` when there is none)."""
+        with self._lock:
+            text, self.pending_progress = self.pending_progress, None
+            return text
+
+    def untake_progress(self, text: str) -> None:
+        """A taken progress that was not stored: pending again, unless a newer one came."""
+        with self._lock:
+            if self.pending_progress is None:
+                self.pending_progress = text
 
     @property
     def settle_taken(self) -> bool:

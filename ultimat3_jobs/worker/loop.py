@@ -299,27 +299,14 @@ class Worker:
         self._signal.set()
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
+        """Leave the body's progress on its attempt; the maintenance thread stores it with the
+        next heartbeat, through its own connection. No database call here: written through the
+        body's connection, inside a body's transaction, it would lock the job row until that
+        commits, and every heartbeat of the worker would wait for it."""
         if attempt.lost or attempt.settle_taken:
             return  # a cancelled attempt writes nothing more
-        attempt.pending_progress = encode_json(
-            value, root="progress", max_depth=32, max_bytes=65536
-        )
-        if attempt.definition is not None and attempt.definition.is_async:
-            return  # no database call on the event loop: the settler writes it before the settle
-        now = time.monotonic()
-        if now - attempt.progress_flushed_at >= self.config.progress_interval:
-            attempt.progress_flushed_at = now
-            pending, attempt.pending_progress = attempt.pending_progress, None
-            try:
-                self.driver.job_progress(
-                    job_id=attempt.job.id,
-                    claim_token=attempt.job.claim_token,
-                    progress_json=pending,
-                )
-            except STORE_ERRORS as exc:
-                logger.warning("jobs.progress_failed: %s", exc)
-                attempt.pending_progress = pending
-                self.driver.reset_connection()
+        attempt.set_progress(encode_json(value, root="progress", max_depth=32, max_bytes=65536))
+        self._maintenance.progress_pending()
 
     def _abandon_timed_out(self, attempt: Attempt) -> None:
         """The attempt ignored its cancel past the grace period: fail it now; whatever its

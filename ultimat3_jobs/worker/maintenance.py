@@ -1,8 +1,15 @@
-"""The maintenance thread: leases, run deadlines, the worker's registry row, the rescuer.
+"""The maintenance thread: leases, progress, run deadlines, the worker's registry row, the
+rescuer.
 
 One thread, one timer wheel: each duty has a next-due time and the thread sleeps until the
 earliest. While the worker is idle it touches the store only for the registry row and the
 rescue sweep.
+
+The heartbeat is also how progress reaches the store: bodies only leave their last progress on
+their attempt, and each beat writes it, through this thread's own connection, in the same fenced
+statement that renews the leases. A body's transaction never holds a row this thread needs, and
+a row locked by anyone is skipped for one beat rather than waited for (it stays held): one
+waiting heartbeat would stop every lease of the worker.
 """
 
 from __future__ import annotations
@@ -12,14 +19,15 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, RescuedJob
+from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, Heartbeat, RescuedJob
 from ultimat3_jobs.worker.attempt import Attempt
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.pool import close_thread_connections
-from ultimat3_jobs.worker.store import STORE_ERRORS
+from ultimat3_jobs.worker.store import STORE_ERRORS, STORE_UNREACHABLE, refusal
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -32,10 +40,15 @@ PENDING_MARK_AFTER_SECONDS = 0.5
 RESCUE_WORDS = {"retry": "queued again", "fail": "failed", "drop": "dropped"}
 
 
+BUSY_RETRY_FRACTION = 0.25
+"""A beat that found rows locked tries them again after this fraction of the interval."""
+
+
 class Maintenance(threading.Thread):
-    """Renews leases of running attempts (one statement per interval for all of them), cancels
-    attempts at their deadline and abandons them after the grace period, keeps the worker's
-    registry row, and returns expired attempts of any worker to the queue."""
+    """Renews leases of running attempts and stores their progress (one statement per interval
+    for all of them), cancels attempts at their deadline and abandons them after the grace
+    period, keeps the worker's registry row, and returns expired attempts of any worker to the
+    queue."""
 
     def __init__(
         self,
@@ -65,6 +78,9 @@ class Maintenance(threading.Thread):
         self._next_registry = now
         self._next_rescue = now + min(config.rescue_interval, 1.0)
         self._next_rollup = now + COUNTER_ROLLUP_INTERVAL_SECONDS
+        self._last_beat = now
+        self._progress_due: float | None = None
+        self._busy: set[uuid.UUID] = set()
         self.rescued = 0
 
     def stop(self) -> None:
@@ -74,6 +90,15 @@ class Maintenance(threading.Thread):
 
     def kick(self) -> None:
         """Look at deadlines now (a new attempt with a deadline started)."""
+        self._kick.set()
+
+    def progress_pending(self) -> None:
+        """A body left progress on its attempt: the next beat stores it. With a
+        ``progress_interval`` shorter than the heartbeat's, beat that much sooner."""
+        interval = self._config.progress_interval
+        if interval >= self._config.heartbeat_interval or self._progress_due is not None:
+            return
+        self._progress_due = self._last_beat + interval
         self._kick.set()
 
     def register_now(self) -> None:
@@ -91,8 +116,9 @@ class Maintenance(threading.Thread):
         while not self._stopping.is_set():
             now = time.monotonic()
             try:
-                if now >= self._next_heartbeat:
+                if now >= self._beat_at():
                     self._next_heartbeat = now + self._config.heartbeat_interval
+                    self._last_beat, self._progress_due = now, None
                     self.heartbeat()
                     self.mark_pending()
                 if now >= self._next_registry:
@@ -109,23 +135,38 @@ class Maintenance(threading.Thread):
                 self._driver.reset_connection()
             next_deadline = self._check_deadlines(time.monotonic())
             wake_at = min(
-                self._next_heartbeat, self._next_registry, self._next_rescue, self._next_rollup
+                self._beat_at(), self._next_registry, self._next_rescue, self._next_rollup
             )
             if next_deadline is not None:
                 wake_at = min(wake_at, next_deadline)
             self._kick.wait(max(0.0, wake_at - time.monotonic()))
             self._kick.clear()
 
+    def _beat_at(self) -> float:
+        due = self._progress_due
+        return self._next_heartbeat if due is None else min(self._next_heartbeat, due)
+
     def heartbeat(self) -> None:
-        attempts = [a for a in self._running() if not a.lost and not a.settle_taken]
+        """Renew every lease this worker holds and store the progress its bodies left. An
+        attempt whose settle is taken but not written yet (waiting in the settler) is renewed
+        too: it is not lost until its ack or nack lands."""
+        attempts = [a for a in self._running() if not a.lost]
         if not attempts:
             return
-        held = self._driver.job_heartbeat_many(
-            attempts=[(a.job.id, a.job.claim_token) for a in attempts],
-            lease_seconds=self._config.lease_seconds,
-        )
+        progress: dict[uuid.UUID, str] = {}
         for attempt in attempts:
-            if attempt.job.id not in held and not attempt.settle_taken:
+            text = None if attempt.settle_taken else attempt.take_progress()
+            if text is not None:
+                progress[attempt.job.id] = text
+        try:
+            beat = self._beat(attempts, progress)
+        except BaseException:
+            self._untake(attempts, progress, stored=frozenset())
+            raise
+        self._untake(attempts, progress, stored=beat.renewed)
+        self._note_busy(attempts, beat)
+        for attempt in attempts:
+            if attempt.job.id not in beat.held and not attempt.settle_taken:
                 logger.warning(
                     "jobs.worker.lease_lost: %s %s (attempt %s) lost its lease; stopping it",
                     attempt.job.name,
@@ -133,6 +174,49 @@ class Maintenance(threading.Thread):
                     attempt.job.attempt,
                 )
                 attempt.lose()
+
+    def _beat(self, attempts: list[Attempt], progress: dict[uuid.UUID, str]) -> Heartbeat:
+        pairs = [(a.job.id, a.job.claim_token) for a in attempts]
+        lease = self._config.lease_seconds
+        try:
+            return self._driver.job_heartbeat_many(
+                attempts=pairs, lease_seconds=lease, progress=progress
+            )
+        except STORE_UNREACHABLE:
+            raise
+        except Exception as exc:
+            if not progress:
+                raise
+            # The store refused a progress value: the leases matter more than the progress.
+            logger.error("jobs.progress.refused: progress not stored (%s)", refusal(exc))
+            progress.clear()
+            return self._driver.job_heartbeat_many(attempts=pairs, lease_seconds=lease)
+
+    @staticmethod
+    def _untake(
+        attempts: list[Attempt], progress: dict[uuid.UUID, str], *, stored: frozenset[uuid.UUID]
+    ) -> None:
+        """Progress a beat took but did not store is pending again (unless a newer came)."""
+        for attempt in attempts:
+            text = progress.get(attempt.job.id)
+            if text is not None and attempt.job.id not in stored:
+                attempt.untake_progress(text)
+
+    def _note_busy(self, attempts: list[Attempt], beat: Heartbeat) -> None:
+        """Rows locked by another transaction were skipped: say so once per attempt, and try
+        them again sooner than the next interval."""
+        for attempt in attempts:
+            if attempt.job.id in beat.busy and attempt.job.id not in self._busy:
+                logger.warning(
+                    "jobs.worker.heartbeat_busy: %s %s is locked by another transaction (the "
+                    "body's own?); its lease and progress wait for a later beat",
+                    attempt.job.name,
+                    attempt.job.id,
+                )
+        self._busy = set(beat.busy)
+        if beat.busy:
+            retry = time.monotonic() + self._config.heartbeat_interval * BUSY_RETRY_FRACTION
+            self._next_heartbeat = min(self._next_heartbeat, retry)
 
     def register(self) -> None:
         self._driver.worker_heartbeat(

@@ -2,9 +2,16 @@
 
 Completed attempts are acked together in one statement per batch (flushed within
 ``ack_flush`` seconds of the first); failures are nacked one by one (retry, dead letter or drop,
-as the job's declaration says). A settle that did not land (the attempt lost its lease) writes
-nothing more and runs no hook. ``on_settled`` runs once, after a settle that landed, for an
-ending: completed, dead-lettered or dropped; never for a retry.
+as the job's declaration says). Each settle also stores the attempt's last progress. A settle
+that did not land (the attempt lost its lease) writes nothing more and runs no hook.
+``on_settled`` runs once, after a settle that landed, for an ending: completed, dead-lettered or
+dropped; never for a retry.
+
+Only a lost connection is retried (until it is back): an outcome is never dropped because a
+connection was. A write the database refuses (a value it cannot store, a constraint) is never
+retried as it is: an ack batch is split in halves until the refused rows stand alone, the others
+land once, and each refused attempt is failed with an ``ultimat3_jobs.SettleRefused`` error
+saying what was refused; a refused nack is written again with such an error in place of its own.
 """
 
 from __future__ import annotations
@@ -13,22 +20,25 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from functools import partial
 
 from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.types import AckItem
+from ultimat3_jobs.types import AckItem, AttemptError, NackAction
 from ultimat3_jobs.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.worker.config import WorkerConfig
 from ultimat3_jobs.worker.policy import ENDINGS, Ending, after_failure
+from ultimat3_jobs.worker.execute import ERROR_MESSAGE_LIMIT, storable
 from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
-from ultimat3_jobs.worker.store import STORE_ERRORS
+from ultimat3_jobs.worker.store import STORE_UNREACHABLE, refusal
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
 ACK_BATCH_MAX = 1000
 RETRY_WRITE_SECONDS = 0.5
+SETTLE_REFUSED = "ultimat3_jobs.SettleRefused"
 
 
 class Settler(threading.Thread):
@@ -49,6 +59,7 @@ class Settler(threading.Thread):
         self._on_done = on_done
         self._on_retry = on_retry
         self._hooks = hooks
+        self._worker_id = config.worker_id
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
 
@@ -100,26 +111,53 @@ class Settler(threading.Thread):
             if outcome.kind == "lost":
                 self._on_done(outcome.attempt, "lost")
         if acks:
-            self._flush_progress([o.attempt for o in acks])
-            landed = self._write(
-                lambda: self._driver.job_ack_many(
-                    items=[
-                        AckItem(
-                            job_id=o.attempt.job.id,
-                            claim_token=o.attempt.job.claim_token,
-                            result_json=o.result_json,
-                        )
-                        for o in acks
-                    ]
+            items = [
+                AckItem(
+                    job_id=o.attempt.job.id,
+                    claim_token=o.attempt.job.claim_token,
+                    result_json=o.result_json,
+                    progress_json=o.attempt.take_progress(),
                 )
-            )
+                for o in acks
+            ]
+            landed, refused = self._ack(acks, items)
             for outcome in acks:
+                if outcome.attempt.job.id in refused:
+                    continue
                 if outcome.attempt.job.id in landed:
                     self._ended(outcome.attempt, "completed")
                 self._on_done(outcome.attempt, "completed")
+            for outcome in acks:
+                exc = refused.get(outcome.attempt.job.id)
+                if exc is not None:
+                    error = _refused_error(outcome.attempt, exc, self._worker_id, what="result")
+                    # Failed for good: stored again, the same result would be refused again.
+                    self._nack(Outcome(outcome.attempt, "failed", error=error, terminal=True))
         for outcome in batch:
             if outcome.kind == "failed":
                 self._nack(outcome)
+
+    def _ack(
+        self, acks: list[Outcome], items: list[AckItem]
+    ) -> tuple[set[uuid.UUID], dict[uuid.UUID, Exception]]:
+        """Ack ``items`` in one write. A batch the database refuses is split in halves until
+        each refused item stands alone: answers the ids that landed and, per refused id, the
+        error. Every write of the split writes disjoint rows, so nothing lands twice."""
+        try:
+            return self._write(partial(self._driver.job_ack_many, items=items)), {}
+        except Exception as exc:
+            if len(items) == 1:
+                logger.error(
+                    "jobs.settle.refused: the database refused the result of %s %s: %s",
+                    acks[0].attempt.job.name,
+                    acks[0].attempt.job.id,
+                    refusal(exc),
+                )
+                return set(), {items[0].job_id: exc}
+        half = len(items) // 2
+        landed, refused = self._ack(acks[:half], items[:half])
+        more_landed, more_refused = self._ack(acks[half:], items[half:])
+        return landed | more_landed, refused | more_refused
 
     def _nack(self, outcome: Outcome) -> None:
         attempt = outcome.attempt
@@ -131,35 +169,51 @@ class Settler(threading.Thread):
             terminal=outcome.terminal,
         )
         action, delay, ending = decision.action, decision.delay_seconds, ENDINGS[decision.action]
-        self._flush_progress([attempt])
-        landed = self._write(
-            lambda: self._driver.job_nack(
-                job_id=job.id,
-                claim_token=job.claim_token,
-                action=action,
-                delay_seconds=delay,
-                error=outcome.error,
-            )
-        )
+        landed = self._write_nack(outcome, action, delay)
         if landed and ending is not None:
             self._ended(attempt, ending)
         if landed and action == "retry" and self._on_retry is not None:
             self._on_retry(delay)  # the claim loop looks again when the retry falls due
         self._on_done(attempt, action)
 
-    def _flush_progress(self, attempts: list[Attempt]) -> None:
-        for attempt in attempts:
-            pending = attempt.pending_progress
-            if pending is not None and not attempt.lost:
-                attempt.pending_progress = None
-                self._write(
-                    partial(
-                        self._driver.job_progress,
-                        job_id=attempt.job.id,
-                        claim_token=attempt.job.claim_token,
-                        progress_json=pending,
-                    )
-                )
+    def _write_nack(self, outcome: Outcome, action: NackAction, delay: float) -> bool:
+        """Nack with the outcome's error and the attempt's last progress. Refused by the
+        database, it is written again with a ``SettleRefused`` error in place of both; refused
+        again, the attempt is left to the rescuer (its lease runs out): never a loop."""
+        attempt = outcome.attempt
+        write = partial(
+            self._driver.job_nack,
+            job_id=attempt.job.id,
+            claim_token=attempt.job.claim_token,
+            action=action,
+            delay_seconds=delay,
+        )
+        try:
+            return self._write(
+                partial(write, error=outcome.error, progress_json=attempt.take_progress())
+            )
+        except Exception as exc:
+            logger.error(
+                "jobs.settle.refused: the database refused the %s of %s %s: %s",
+                action,
+                attempt.job.name,
+                attempt.job.id,
+                refusal(exc),
+            )
+            error = _refused_error(
+                attempt, exc, self._worker_id, what="error entry", kept=outcome.error
+            )
+        try:
+            return self._write(partial(write, error=error))
+        except Exception as exc:
+            logger.error(
+                "jobs.settle.refused: %s %s could not be settled (%s); its lease will run out "
+                "and the rescuer takes it back",
+                attempt.job.name,
+                attempt.job.id,
+                refusal(exc),
+            )
+            return False
 
     def _ended(self, attempt: Attempt, ending: Ending) -> None:
         hook = attempt.definition.on_settled if attempt.definition else None
@@ -168,11 +222,12 @@ class Settler(threading.Thread):
 
     def _write[T](self, write: Callable[[], T]) -> T:
         """Run one settle write, retrying while the database is unreachable: an outcome is
-        never dropped because a connection was."""
+        never dropped because a connection was. Any other error (the database refused what
+        was written) is raised to the caller at once, never retried as it is."""
         while True:
             try:
                 return write()
-            except STORE_ERRORS as exc:
+            except STORE_UNREACHABLE as exc:
                 logger.warning("jobs.settle.retry: settle write failed (%s); retrying", exc)
                 self._driver.reset_connection()
                 time.sleep(RETRY_WRITE_SECONDS)
@@ -186,3 +241,25 @@ def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Endin
         logger.exception(
             "jobs.settled.hook_failed: on_settled of %s (%s) raised", ctx.name, ctx.job_id
         )
+
+
+def _refused_error(
+    attempt: Attempt,
+    exc: Exception,
+    worker_id: str,
+    *,
+    what: str,
+    kept: AttemptError | None = None,
+) -> AttemptError:
+    """The error entry of an attempt whose ``what`` the database refused to store; what can be
+    kept of the attempt's own error (made storable) follows in the message and traceback."""
+    message = f"the database refused to store this attempt's {what}: {refusal(exc)}"
+    if kept is not None:
+        message += f"; the attempt failed with {kept.error_class}: {kept.message}"
+    return AttemptError(
+        attempt=attempt.job.attempt,
+        error_class=SETTLE_REFUSED,
+        message=storable(message)[:ERROR_MESSAGE_LIMIT],
+        traceback=storable(kept.traceback) if kept is not None else "",
+        worker_id=worker_id,
+    )

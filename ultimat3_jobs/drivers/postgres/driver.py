@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +31,7 @@ from ultimat3_jobs.drivers.base import (
     check_job_list,
     check_pause,
     cursor_gone,
+    log_lost_beats,
     log_unowned,
 )
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
@@ -58,6 +59,7 @@ from ultimat3_jobs.types import (
     ExpiredAttempt,
     FailureDecision,
     FireResult,
+    Heartbeat,
     JobPage,
     JobRecord,
     JobState,
@@ -174,6 +176,7 @@ class PostgresDriver(JobDriver):
                 "ids": [item.job_id for item in items],
                 "tokens": [item.claim_token for item in items],
                 "results": [item.result_json for item in items],
+                "progress": [item.progress_json for item in items],
             },
         )
         landed = {_as_uuid(row[0]) for row in rows}
@@ -313,23 +316,30 @@ class PostgresDriver(JobDriver):
         )
 
     def job_heartbeat_many(
-        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], lease_seconds: float
-    ) -> set[uuid.UUID]:
+        self,
+        *,
+        attempts: Sequence[tuple[uuid.UUID, uuid.UUID]],
+        lease_seconds: float,
+        progress: Mapping[uuid.UUID, str] | None = None,
+    ) -> Heartbeat:
         if not attempts:
-            return set()
+            return Heartbeat()
+        given = progress or {}
         rows = self._jobs.run(
             "job_heartbeat_many",
             {
                 "ids": [job_id for job_id, _ in attempts],
                 "tokens": [token for _, token in attempts],
+                "progress": [given.get(job_id) for job_id, _ in attempts],
                 "lease_seconds": float(lease_seconds),
             },
         )
-        landed = {_as_uuid(row[0]) for row in rows}
-        for job_id, token in attempts:
-            if job_id not in landed:
-                log_unowned("heartbeat", job_id, token)
-        return landed
+        beat = Heartbeat(
+            renewed=frozenset(_as_uuid(row[0]) for row in rows if row[1]),
+            busy=frozenset(_as_uuid(row[0]) for row in rows if not row[1]),
+        )
+        log_lost_beats(attempts, beat)
+        return beat
 
     def job_list(
         self,
@@ -409,12 +419,14 @@ class PostgresDriver(JobDriver):
         delay_seconds: float = 0.0,
         error: AttemptError | None = None,
         counts_as_attempt: bool = True,
+        progress_json: str | None = None,
     ) -> bool:
         statement = {"retry": "job_nack_retry", "fail": "job_nack_fail", "drop": "job_nack_drop"}
         params: dict[str, Any] = {"id": job_id, "claim_token": claim_token}
         if action != "drop":
             params["error"] = json.dumps(error.as_json()) if error is not None else None
             params["counts_as_attempt"] = counts_as_attempt
+            params["progress"] = progress_json
         if action == "retry":
             params["delay_seconds"] = max(0.0, float(delay_seconds))
         landed = bool(self._jobs.run(statement[action], params))

@@ -130,9 +130,11 @@ with done as (
     update x_jobs j
     set state = 'completed',
         result = a.result::jsonb,
+        progress = coalesce(a.progress::jsonb, j.progress),
         finished_at = now(),
         lease_expires_at = null
-    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(results)s::text[]) as a(id, token, result)
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(results)s::text[], %(progress)s::text[])
+        as a(id, token, result, progress)
     where j.id = a.id and j.state = 'running' and j.claim_token = a.token
     returning j.id, j.name
 ), counted as (
@@ -156,6 +158,7 @@ with settled as (
         attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt - 1, 0) end,
         errors = case when %(error)s::jsonb is null then j.errors
                       else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
+        progress = coalesce(%(progress)s::jsonb, j.progress),
         lease_expires_at = null,
         claim_token = null,
         worker_id = null
@@ -180,6 +183,7 @@ with settled as (
         attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt - 1, 0) end,
         errors = case when %(error)s::jsonb is null then j.errors
                       else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
+        progress = coalesce(%(progress)s::jsonb, j.progress),
         finished_at = now(),
         lease_expires_at = null
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
@@ -212,13 +216,35 @@ with settled as (
 select id from settled
 
 -- name: job_heartbeat_many
--- One statement per interval for every running attempt of a process; the ids it answers are the
--- leases still held (a missing id was rescued, cancelled or settled elsewhere).
-update x_jobs j
-set lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, %(lease_seconds)s))
-from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
-where j.id = a.id and j.state = 'running' and j.claim_token = a.token
-returning j.id
+-- One statement per interval for every running attempt of a process, storing their pending
+-- progress in the same fenced write. It never waits on a row lock: a row that another
+-- transaction holds (a body's own transaction, an operator's write) is skipped for this beat,
+-- since one waiting heartbeat would stall every lease of the worker. The last read takes no
+-- lock and sees the committed row, which tells a locked row still ours (renewed = false) from a
+-- lost one (not answered: rescued, cancelled or settled elsewhere).
+with given as (
+    select a.id, a.token, a.progress
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(progress)s::text[])
+        as a(id, token, progress)
+), locked as (
+    select j.id
+    from x_jobs j
+    join given g on g.id = j.id and g.token = j.claim_token
+    where j.state = 'running'
+    for update of j skip locked
+), renewed as (
+    update x_jobs j
+    set lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, %(lease_seconds)s)),
+        progress = coalesce(g.progress::jsonb, j.progress)
+    from locked l
+    join given g on g.id = l.id
+    where j.id = l.id and j.state = 'running' and j.claim_token = g.token
+    returning j.id
+)
+select j.id, exists (select 1 from renewed r where r.id = j.id) as renewed
+from x_jobs j
+join given g on g.id = j.id and g.token = j.claim_token
+where j.state = 'running'
 
 -- name: job_mark_pending_many
 -- Rare: only a worker whose claimed bodies wait for a thread writes it (and clears it when one
