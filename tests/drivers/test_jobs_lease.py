@@ -97,7 +97,7 @@ def test_job_heartbeat_many_stores_progress_given(driver):
 
 def test_job_heartbeat_many_progress_of_a_stale_attempt_does_not_land(driver, store):
     [job] = _expired(driver, store)
-    assert [rescued.id for rescued in driver.job_rescue_expired()] == [job.id]
+    assert [rescued.id for rescued in rescue(driver)] == [job.id]
     store.make_due(job.id)
     again = claim_one(driver, worker_id="w-second")
     beat = _beat(driver, [(job.id, job.claim_token)], progress={job.id: '"stale"'})

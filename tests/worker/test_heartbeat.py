@@ -8,10 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.drivers.memory import MemoryDriver
+from ultimat3_jobs.registry import Registry
 from ultimat3_jobs.types import EnqueueRequest, Heartbeat, new_job_id
 from ultimat3_jobs.worker import WorkerConfig
 from ultimat3_jobs.worker.attempt import Attempt
 from ultimat3_jobs.worker.maintenance import Maintenance
+from ultimat3_jobs.worker.policy import rescue_policy
 
 LEASE = 60.0
 
@@ -58,6 +60,7 @@ def _maintenance(store: MemoryDriver, attempts: list[Attempt]) -> Maintenance:
         running=lambda: list(attempts),
         on_dead=lambda job: None,
         on_timeout=lambda attempt: None,
+        decide=rescue_policy(Registry()),
         is_draining=lambda: False,
     )
 
