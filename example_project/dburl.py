@@ -5,18 +5,16 @@ embedded PostgreSQL that ``./scripts/demo`` runs in ``.local/pgdata-demo``, read
 ``postmaster.pid`` file the server keeps in its data directory while it runs. So
 ``python manage.py jobs ...`` beside a running demo finds the demo's database by itself.
 
-:func:`database_from_url` turns a URL into a ``DATABASES`` entry.
-
-Understood forms::
+:func:`database_from_url` turns a URL into a ``DATABASES`` entry with ``dj-database-url``, e.g.::
 
     postgres://user:password@host:5432/name
     postgresql://user@127.0.0.1/name?sslmode=require
     postgresql://postgres:@/postgres?host=/path/to/socket/dir
 
-User, password, host and database name are percent-decoded. A ``host`` (or ``port``) query
-parameter overrides the one in the authority part, which is how a Unix socket directory is
-given. Every other query parameter becomes a connection option (``OPTIONS``), handed to psycopg
-as it is, e.g. ``sslmode`` or ``connect_timeout``.
+A ``host`` (or ``port``) query parameter overrides the one in the authority part, which is how a
+Unix socket directory is given. ``currentSchema=NAME`` sets the search path. Every other query
+parameter becomes a connection option (``OPTIONS``), handed to psycopg, e.g. ``sslmode`` or
+``connect_timeout``.
 """
 
 from __future__ import annotations
@@ -25,10 +23,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import quote, urlsplit
+
+import dj_database_url
 
 SCHEMES = frozenset({"postgres", "postgresql"})
-ENGINE = "django.db.backends.postgresql"
 CONN_MAX_AGE = 60
 DEMO_DATA_DIR = Path(".local") / "pgdata-demo"
 """Where ``./scripts/demo`` keeps its embedded server, under the repository root."""
@@ -93,41 +92,23 @@ def resolve_database_url(environ: Mapping[str, str], base_dir: Path) -> str:
 
 
 def database_from_url(url: str) -> dict[str, Any]:
-    """The ``DATABASES["default"]``-style dict for ``url``; ``ValueError`` when it is not one."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in SCHEMES:
+    """The ``DATABASES["default"]``-style dict for ``url``, parsed by ``dj-database-url``;
+    ``ValueError`` when it is not a PostgreSQL URL.
+
+    ``dj-database-url`` leaves the ``host`` and ``port`` query parameters in ``OPTIONS``, where
+    psycopg finds them but ``HOST``, ``PORT`` and ``manage.py dbshell`` do not: they are moved
+    to ``HOST`` and ``PORT``, so the embedded server's socket directory lands where Django's
+    tools look for it."""
+    scheme = urlsplit(url.strip()).scheme
+    if scheme not in SCHEMES:
         raise ValueError(
-            f"unsupported database URL scheme {parts.scheme!r}: expected postgres:// or "
-            "postgresql://"
+            f"unsupported database URL scheme {scheme!r}: expected postgres:// or postgresql://"
         )
-
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, _, password = userinfo.partition(":")
-    if hostport.startswith("["):  # IPv6 literal: [::1]:5432
-        host = hostport[1 : hostport.find("]")]
-    else:
-        host = hostport.partition(":")[0]
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"invalid port in database URL: {exc}") from None
-
-    options = dict(parse_qsl(parts.query, keep_blank_values=True))
-    host = options.pop("host", "") or unquote(host)
-    port_text = options.pop("port", "") or (str(port) if port is not None else "")
-
-    name = unquote(parts.path.removeprefix("/"))
-    if not name and "service" not in options:
-        raise ValueError("the database URL names no database (the path after the host)")
-
-    return {
-        "ENGINE": ENGINE,
-        "NAME": name,
-        "USER": unquote(user),
-        "PASSWORD": unquote(password),
-        "HOST": host,
-        "PORT": port_text,
-        "CONN_MAX_AGE": CONN_MAX_AGE,
-        "CONN_HEALTH_CHECKS": True,
-        "OPTIONS": options,
-    }
+    database: dict[str, Any] = dict(
+        dj_database_url.parse(url.strip(), conn_max_age=CONN_MAX_AGE, conn_health_checks=True)
+    )
+    options = database.setdefault("OPTIONS", {})
+    for key in ("host", "port"):
+        if key in options:
+            database[key.upper()] = options.pop(key)
+    return database

@@ -7,22 +7,32 @@ Layer: surface. Mount them with one line in the project's URLconf::
 The metrics view checks no permission: it shows queue names, job names and counts, no job
 input. Mount it where only the scraper reaches it (an internal port or path, a network rule,
 or a wrapper view of your own that checks a token or a staff user).
+
+The metrics need the ``prometheus`` extra (``ultimat3-jobs[prometheus]``): without
+it, importing this module (and so the URLconf that includes ``ultimat3_jobs.urls``) raises
+``ImproperlyConfigured`` saying so.
 """
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from ultimat3_jobs.drivers import get_driver
-from ultimat3_jobs.operator.metrics import CONTENT_TYPE, render
+from ultimat3_jobs.operator.metrics import exposition
 
 
 @never_cache
 @require_safe
 def metrics(request: HttpRequest) -> HttpResponse:
-    """The Prometheus text exposition (format 0.0.4) of the configured job store: queue depth
-    per state, oldest ready age, dead jobs, worker demand and settle counters, in three reads
-    (see :mod:`ultimat3_jobs.operator.metrics`)."""
-    return HttpResponse(render(get_driver()), content_type=CONTENT_TYPE)
+    """The Prometheus exposition of the configured job store: queue depth per state, oldest
+    ready age, dead jobs, worker demand and settle counters, in three reads (see
+    :mod:`ultimat3_jobs.operator.metrics`). OpenMetrics when the ``Accept`` header asks for
+    ``application/openmetrics-text``, else the text format 0.0.4."""
+    body, content_type = exposition(get_driver(), accept=request.headers.get("Accept", ""))
+    response = HttpResponse(body, content_type=content_type)
+    # The body depends on the Accept header: a cache between scraper and view must key on it.
+    patch_vary_headers(response, ["Accept"])
+    return response

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.db.backends.postgresql.client import DatabaseClient
 
 from example_project.dburl import (
     DEMO_DATA_DIR,
@@ -45,14 +46,15 @@ def test_a_running_server_answers_its_socket_url(tmp_path: Path) -> None:
         "postgres",
         "",
     )
-    assert (database["HOST"], database["PORT"]) == (str(data), "5433")
+    assert database["ENGINE"] == "django.db.backends.postgresql"
+    assert (database["HOST"], str(database["PORT"])) == (str(data), "5433")
     assert database["OPTIONS"] == {}
 
 
 def test_a_server_on_tcp_only_answers_its_address(tmp_path: Path) -> None:
     write_pid_file(tmp_path, pid=os.getpid(), port=6543, socket_dir="", listen="*")
     database = database_from_url(running_server_url(tmp_path) or "")
-    assert (database["HOST"], database["PORT"]) == ("127.0.0.1", "6543")
+    assert (database["HOST"], str(database["PORT"])) == ("127.0.0.1", "6543")
 
 
 def test_no_server_answers_none(tmp_path: Path) -> None:
@@ -104,3 +106,56 @@ def test_the_example_settings_use_the_resolver() -> None:
         assert "demo's embedded PostgreSQL is not running" in out.stdout
     else:
         assert out.stdout.strip() == database_from_url(expected)["NAME"]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "postgres://postgres@127.0.0.1:5432/postgres",
+            {"HOST": "127.0.0.1", "PORT": "5432", "NAME": "postgres", "USER": "postgres"},
+        ),
+        (
+            "postgresql://postgres:@/postgres?host=/path/to/dir",
+            {"HOST": "/path/to/dir", "PORT": "", "NAME": "postgres", "PASSWORD": ""},
+        ),
+        (
+            "postgresql://postgres:@/postgres?host=/run/pg%20demo&port=5433",
+            {"HOST": "/run/pg demo", "PORT": "5433", "OPTIONS": {}},
+        ),
+        (
+            "postgres://u:p%40ss@[::1]:6543/my%2Fdb?sslmode=require",
+            {"HOST": "::1", "PASSWORD": "p@ss", "NAME": "my/db", "OPTIONS": {"sslmode": "require"}},
+        ),
+    ],
+)
+def test_the_url_forms_in_use(url: str, expected: dict) -> None:
+    database = database_from_url(url)
+    seen = {key: str(database[key]) if key == "PORT" else database[key] for key in expected}
+    assert seen == expected
+    assert database["ENGINE"] == "django.db.backends.postgresql"
+    assert (database["CONN_MAX_AGE"], database["CONN_HEALTH_CHECKS"]) == (60, True)
+
+
+def test_a_schema_in_the_url_becomes_the_search_path() -> None:
+    """``dj-database-url`` turns ``currentSchema`` into the ``options`` psycopg understands (the
+    hand-written parser handed psycopg an option it refuses)."""
+    database = database_from_url("postgres://u@h/db?currentSchema=app")
+    assert database["OPTIONS"] == {"options": "-c search_path=app"}
+
+
+def test_dbshell_finds_the_socket_directory() -> None:
+    """The socket directory of a ``?host=`` URL is ``HOST``, where ``manage.py dbshell`` reads it
+    (``dj-database-url`` alone leaves it in ``OPTIONS``)."""
+    database = database_from_url("postgresql://postgres:@/postgres?host=/run/demo&port=5433")
+    args, _ = DatabaseClient.settings_to_cmd_args_env(database, [])
+    assert args[args.index("-h") + 1] == "/run/demo"
+    assert args[args.index("-p") + 1] == "5433"
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://u@h/db", "sqlite:///db.sqlite3", "postgres://u@h:99999/x"]
+)
+def test_a_url_that_is_not_a_postgresql_one_is_refused(url: str) -> None:
+    with pytest.raises(ValueError):
+        database_from_url(url)

@@ -1,7 +1,15 @@
-"""The Prometheus text exposition (format 0.0.4) of queues, workers and settle counters.
+"""The Prometheus exposition of queues, workers and settle counters, through ``prometheus_client``.
 
-Layer L4 (processes). One scrape costs three reads: ``queue_stats``, ``worker_list`` and
-``counter_total`` (see their costs on :class:`~ultimat3_jobs.drivers.base.JobDriver`).
+Layer L4 (processes). Needs the ``prometheus`` extra (``ultimat3-jobs[prometheus]``, which
+installs ``prometheus-client``); importing this module without it raises ``ImproperlyConfigured``
+saying so.
+
+:class:`JobsCollector` is a ``prometheus_client`` custom collector: each ``collect()`` costs three
+reads, ``queue_stats``, ``worker_list`` and ``counter_total`` (see their costs on
+:class:`~ultimat3_jobs.drivers.base.JobDriver`), and ``describe()`` none. :func:`exposition`
+answers one scrape from a registry that holds this collector only, in the format the scraper's
+``Accept`` header asks for: OpenMetrics for ``application/openmetrics-text``, else the text
+format 0.0.4.
 
 Families:
 
@@ -19,7 +27,7 @@ Families:
     running, and an autoscaler can scale a queue's workers up from zero.
 ``ultimat3_jobs_queue_workers{queue}`` (gauge)
     Live workers that claim from the queue.
-``ultimat3_jobs_jobs_settled_total{name,outcome}`` (counter)
+``ultimat3_jobs_jobs_settled{name,outcome}`` (counter; samples ``..._jobs_settled_total``)
     Settles per job name since the counters began (``completed``, ``retried``, ``dead``,
     ``dropped``, ``refused``, ``cancelled``): the sum of every counter bucket, minute and hour.
     It falls only if counter rows are deleted, which Prometheus reads as a counter reset.
@@ -29,50 +37,40 @@ A queue is known when it holds a job or a live worker claims from it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Sequence
 
+from django.core.exceptions import ImproperlyConfigured
+
+from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.types import JobState
+from ultimat3_jobs.types import CounterTotal, JobState, QueueStats, WorkerRecord
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+EXTRA_MISSING = (
+    "The metrics of ultimat3-jobs need the prometheus_client package, which its 'prometheus' "
+    "extra installs: pip install 'ultimat3-jobs[prometheus]' (from a checkout: pip install "
+    "'/path/to/ultimat3-jobs[prometheus]'), or pip install prometheus-client"
+)
+
+try:
+    from prometheus_client.exposition import choose_encoder
+    from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+    from prometheus_client.registry import Collector, CollectorRegistry
+except ImportError as exc:
+    raise ImproperlyConfigured(EXTRA_MISSING) from exc
+
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The content type of the text format 0.0.4, answered unless the scraper asks otherwise."""
 PREFIX = "ultimat3_jobs_"
 
-Sample = tuple[Mapping[str, str], int | float]
+
+def _gauge(name: str, help_text: str, labels: Sequence[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(PREFIX + name, help_text, labels=labels)
 
 
-def escape_label_value(value: str) -> str:
-    """A label value as the text format writes it: backslash, double quote and line feed
-    escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _number(value: int | float) -> str:
-    if isinstance(value, int):
-        return str(value)
-    return repr(float(value))
-
-
-def _family(name: str, kind: str, help_text: str, samples: Iterable[Sample]) -> list[str]:
-    full = PREFIX + name
-    lines = [f"# HELP {full} {_escape_help(help_text)}", f"# TYPE {full} {kind}"]
-    for labels, value in samples:
-        rendered = ",".join(
-            f'{label}="{escape_label_value(text)}"' for label, text in labels.items()
-        )
-        lines.append(f"{full}{{{rendered}}} {_number(value)}")
-    return lines
-
-
-def render(driver: JobDriver) -> str:
-    """The exposition text of one scrape (three reads of the store)."""
-    stats = driver.queue_stats()
-    workers = driver.worker_list()
-    totals = driver.counter_total()
-
+def families(
+    stats: Iterable[QueueStats], workers: Iterable[WorkerRecord], totals: Iterable[CounterTotal]
+) -> list[Metric]:
+    """The six families of one scrape, built from the three reads' rows."""
     depth: dict[tuple[str, str], int] = {}
     oldest: dict[str, float] = {}
     demand: dict[str, int] = {}
@@ -88,49 +86,75 @@ def render(driver: JobDriver) -> str:
             serving[queue] = serving.get(queue, 0) + 1
     queues = sorted({queue for queue, _ in depth} | set(serving))
 
-    lines: list[str] = []
-    lines += _family(
+    queue_depth = _gauge(
         "queue_depth",
-        "gauge",
         "Jobs per queue and state; finished states are counted up to a limit per job name.",
-        (
-            ({"queue": queue, "state": state.value}, depth.get((queue, state.value), 0))
-            for queue in queues
-            for state in JobState
-        ),
+        ["queue", "state"],
     )
-    lines += _family(
+    oldest_ready = _gauge(
         "queue_oldest_ready_seconds",
-        "gauge",
         "Seconds the oldest due job of the queue has waited; 0 when none is due.",
-        (({"queue": queue}, oldest.get(queue, 0.0)) for queue in queues),
+        ["queue"],
     )
-    lines += _family(
-        "queue_dead_jobs",
-        "gauge",
-        "Failed jobs kept as dead letters per queue.",
-        (({"queue": queue}, depth.get((queue, JobState.FAILED.value), 0)) for queue in queues),
-    )
-    lines += _family(
+    dead_jobs = _gauge("queue_dead_jobs", "Failed jobs kept as dead letters per queue.", ["queue"])
+    queue_demand = _gauge(
         "queue_demand",
-        "gauge",
         "Jobs per queue due now, whether or not a worker runs; 0 while the queue is paused.",
-        (({"queue": queue}, demand.get(queue, 0)) for queue in queues),
+        ["queue"],
     )
-    lines += _family(
-        "queue_workers",
-        "gauge",
-        "Live workers that claim from the queue.",
-        (({"queue": queue}, serving.get(queue, 0)) for queue in queues),
-    )
-    lines += _family(
-        "jobs_settled_total",
-        "counter",
+    queue_workers = _gauge("queue_workers", "Live workers that claim from the queue.", ["queue"])
+    for queue in queues:
+        for state in JobState:
+            queue_depth.add_metric([queue, state.value], depth.get((queue, state.value), 0))
+        oldest_ready.add_metric([queue], oldest.get(queue, 0.0))
+        dead_jobs.add_metric([queue], depth.get((queue, JobState.FAILED.value), 0))
+        queue_demand.add_metric([queue], demand.get(queue, 0))
+        queue_workers.add_metric([queue], serving.get(queue, 0))
+
+    settled = CounterMetricFamily(
+        PREFIX + "jobs_settled",
         "Settled attempts per job name and outcome since the counters began.",
-        (
-            ({"name": total.name, "outcome": outcome}, count)
-            for total in totals
-            for outcome, count in total.counts().items()
-        ),
+        labels=["name", "outcome"],
     )
-    return "\n".join(lines) + "\n"
+    for total in totals:
+        for outcome, count in total.counts().items():
+            settled.add_metric([total.name, outcome], count)
+    return [queue_depth, oldest_ready, dead_jobs, queue_demand, queue_workers, settled]
+
+
+class JobsCollector(Collector):
+    """A ``prometheus_client`` collector of the job store's families.
+
+    ``driver`` defaults to the configured one (:func:`~ultimat3_jobs.drivers.get_driver`), looked
+    up at each collect. Register it in a registry of your own to serve the jobs' families beside
+    your other metrics (the view of this app never does: it serves this collector alone)."""
+
+    def __init__(self, driver: JobDriver | None = None) -> None:
+        self._driver = driver
+
+    def collect(self) -> Iterator[Metric]:
+        driver = self._driver or get_driver()
+        stats = driver.queue_stats()
+        workers = driver.worker_list()
+        totals = driver.counter_total()
+        return iter(families(stats, workers, totals))
+
+    def describe(self) -> Iterator[Metric]:
+        """The families with no sample, so registering the collector reads nothing."""
+        return iter(families([], [], []))
+
+
+def exposition(driver: JobDriver, *, accept: str = "") -> tuple[bytes, str]:
+    """The body and content type of one scrape (three reads of the store), in the format that
+    ``accept`` (a scraper's ``Accept`` header) asks for: OpenMetrics when it names
+    ``application/openmetrics-text``, else the text format 0.0.4."""
+    encode, content_type = choose_encoder(accept)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(JobsCollector(driver))
+    return encode(registry), content_type
+
+
+def render(driver: JobDriver) -> str:
+    """The text format 0.0.4 of one scrape (three reads of the store)."""
+    body, _ = exposition(driver)
+    return body.decode()
