@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from django.db import DatabaseError, connections
 
 from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK, OutboxStore, WakeSubscription
-from ultimat3_jobs.drivers.postgres.driver import WakeThrottle, _as_uuid, batch_params
+from ultimat3_jobs.drivers.postgres.driver import _as_uuid, batch_params
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.models import OutboxEntry
 from ultimat3_jobs.types import EnqueueRequest
 
@@ -29,7 +30,7 @@ class PostgresOutbox(OutboxStore):
     def __init__(self, *, database: str = "default") -> None:
         self.database = database
         self._rows = OutboxEntry.objects.db_manager(database)
-        self._throttle = WakeThrottle()
+        self._throttle = WakeThrottle(channel=OUTBOX_CHANNEL)
         self._listeners: list[QueueListener] = []
         self._lock = threading.Lock()
 
@@ -40,7 +41,8 @@ class PostgresOutbox(OutboxStore):
                 "outbox_stage_many",
                 {
                     **batch_params(chunk),
-                    "notify": notify and bool(self._throttle.allow([_STAGE_SLOT])),
+                    "notify": notify
+                    and bool(self._throttle.for_statement(self._rows, [_STAGE_SLOT], payload="")),
                 },
             )
 

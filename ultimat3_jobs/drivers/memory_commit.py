@@ -1,0 +1,118 @@
+"""The memory driver's share of the transaction rule.
+
+An enqueue made while ``transaction.atomic()`` blocks are open in the calling thread, on any
+alias, is held until every one of them has committed (one ``transaction.on_commit`` callback per
+alias), and dropped when one of them (or the savepoint it was made in) rolls back. Tests that run
+on the memory driver so see what PostgreSQL would show: the job appears at the commit and never
+after a rollback.
+
+The answer is decided at once, as PostgreSQL would decide it inside the transaction: ``deduped``
+with the holder's id when a live job, or a job held earlier in this thread's open transactions,
+has the same id or the same name and idempotency key; ``created`` otherwise.
+
+Layer: a concrete driver (imports L1, L2 and ``django.db``).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Protocol
+
+from django.db import connections, transaction
+
+from ultimat3_jobs.drivers.base import writes_now
+from ultimat3_jobs.types import EnqueueRequest, EnqueueResult
+
+
+class _Store(Protocol):
+    def _live_holder(self, request: EnqueueRequest) -> uuid.UUID | None: ...
+
+    def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]: ...
+
+
+_local = threading.local()
+
+
+def open_transactions() -> list[str]:
+    """The aliases with a ``transaction.atomic()`` block open in this thread."""
+    return [c.alias for c in connections.all(initialized_only=True) if c.in_atomic_block]
+
+
+class _Held:
+    """Requests waiting for the commit of every transaction in ``aliases``."""
+
+    def __init__(self, store: _Store, requests: list[EnqueueRequest], aliases: list[str]) -> None:
+        self.store = store
+        self.requests = requests
+        self._waiting: dict[str, functools.partial[None]] = {}
+        for alias in aliases:
+            self._waiting[alias] = functools.partial(self._committed, alias)
+            transaction.on_commit(self._waiting[alias], using=alias)
+
+    def _committed(self, alias: str) -> None:
+        self._waiting.pop(alias, None)
+        if not self._waiting:
+            _held().remove(self)
+            self.store.job_enqueue_many(requests=self.requests)
+
+    def alive(self) -> bool:
+        """False once a rollback dropped one of its callbacks."""
+        return all(
+            any(entry[1] is callback for entry in connections[alias].run_on_commit)
+            for alias, callback in self._waiting.items()
+        )
+
+
+def _held() -> list[_Held]:
+    held: list[_Held] | None = getattr(_local, "held", None)
+    if held is None:
+        held = _local.held = []
+    return held
+
+
+def _same_job(earlier: EnqueueRequest, request: EnqueueRequest) -> bool:
+    return earlier.id == request.id or (
+        request.idempotency_key is not None
+        and (earlier.name, earlier.idempotency_key) == (request.name, request.idempotency_key)
+    )
+
+
+def _held_holder(
+    store: _Store, request: EnqueueRequest, created: list[EnqueueRequest]
+) -> uuid.UUID | None:
+    """The id of a request held earlier (in this thread's open transactions, or earlier in
+    this batch) that ``request`` would be deduplicated against."""
+    held = _held()
+    held[:] = [entry for entry in held if entry.alive()]
+    earlier = [r for entry in held if entry.store is store for r in entry.requests]
+    for candidate in [*earlier, *created]:
+        if _same_job(candidate, request):
+            return candidate.id
+    return None
+
+
+def hold_until_commit(
+    store: _Store, requests: Sequence[EnqueueRequest]
+) -> list[EnqueueResult] | None:
+    """Hold ``requests`` until the caller's open transactions commit and answer for them, or
+    answer None when none is open (or the caller asked to publish now): write them at once."""
+    if writes_now():
+        return None
+    aliases = open_transactions()
+    if not aliases:
+        return None
+    results: list[EnqueueResult] = []
+    created: list[EnqueueRequest] = []
+    for request in requests:
+        holder = store._live_holder(request) or _held_holder(store, request, created)
+        if holder is not None:
+            results.append(EnqueueResult(holder, "deduped"))
+        else:
+            results.append(EnqueueResult(request.id, "created"))
+            created.append(request)
+    if created:
+        _held().append(_Held(store, created, aliases))
+    return results
