@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from django.conf import settings as django_settings
 from django.db import transaction
@@ -43,12 +43,21 @@ STAGE = Route("stage")
 
 
 def open_transactions() -> list[str]:
-    """The aliases with a ``transaction.atomic()`` block open in this thread."""
+    """The aliases with a ``transaction.atomic()`` block open in this thread. The blocks a
+    Django ``TestCase`` (or pytest-django's ``db``) wraps each test in do not count: they stand
+    for autocommit, as Django's own ``durable=True`` check has them."""
     return [
         alias
         for alias in django_settings.DATABASES
-        if transaction.get_connection(alias).in_atomic_block
+        if in_transaction(transaction.get_connection(alias))
     ]
+
+
+def in_transaction(connection: Any) -> bool:
+    """Whether ``connection`` is inside an ``atomic()`` block that is not a test case's."""
+    return connection.in_atomic_block and not all(
+        getattr(block, "_from_testcase", False) for block in connection.atomic_blocks
+    )
 
 
 def route(driver: JobDriver, *, publish: str, outbox_database: str) -> Route:

@@ -37,8 +37,14 @@ _local = threading.local()
 
 
 def open_transactions() -> list[str]:
-    """The aliases with a ``transaction.atomic()`` block open in this thread."""
-    return [c.alias for c in connections.all(initialized_only=True) if c.in_atomic_block]
+    """The aliases with a ``transaction.atomic()`` block open in this thread, but for the
+    blocks a Django ``TestCase`` wraps each test in (they stand for autocommit)."""
+    return [
+        c.alias
+        for c in connections.all(initialized_only=True)
+        if c.in_atomic_block
+        and not all(getattr(block, "_from_testcase", False) for block in c.atomic_blocks)
+    ]
 
 
 class _Held:
