@@ -14,8 +14,10 @@ from django.db import connections, transaction
 from django.test import override_settings
 
 from tests.testapp import jobs
-from ultimat3_jobs.drivers import get_driver
+from tests.worker.conftest import wait_for
+from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.drivers.postgres.driver import WakeThrottle
 from ultimat3_jobs.errors import JobDuplicate, JobOptionInvalid
 from ultimat3_jobs.models import Job, OutboxEntry
 
@@ -205,3 +207,22 @@ def test_the_outbox_on_another_alias_stages_under_its_transaction() -> None:
         joined = jobs.noop.enqueue()
     assert joined.status == "created"
     assert [job.id for job in Job.objects.all()] == [joined.id]
+
+
+@override_settings(ULTIMAT3_JOBS=OTHER_STORE)
+def test_a_rolled_back_stage_leaves_the_relays_wake_to_the_next_one() -> None:
+    outbox = get_outbox()
+    outbox._throttle = WakeThrottle(60.0)  # type: ignore[attr-defined] -- one slot for the test
+    woken = threading.Event()
+    subscription = outbox.wake_subscribe(on_wake=lambda _: woken.set())
+    assert subscription is not None
+    try:
+        wait_for(subscription.is_live, what="the relay's wake listener live")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            jobs.noop.enqueue()
+            raise RuntimeError("roll back")
+        with transaction.atomic():
+            assert jobs.noop.enqueue().staged
+        assert woken.wait(2.0), "the rolled-back stage took the slot's only wake"
+    finally:
+        subscription.close()

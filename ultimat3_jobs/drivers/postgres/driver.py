@@ -134,7 +134,7 @@ class PostgresDriver(JobDriver):
         self._leaders = SchedulerLeader.objects.db_manager(self.database)
         self._workers = JobWorker.objects.db_manager(self.database)
         self._counters = JobCounter.objects.db_manager(self.database)
-        self._wake_throttle = WakeThrottle(channel=WAKE_CHANNEL)
+        self._wake_throttle = WakeThrottle()
         self._listeners: weakref.WeakSet[QueueListener] = weakref.WeakSet()
         self._listeners_lock = threading.Lock()
 
@@ -197,7 +197,7 @@ class PostgresDriver(JobDriver):
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         params = _enqueue_params(request)
         params["notify"] = _due_now(request) and bool(
-            self._wake_throttle.for_statement(self._jobs, [request.queue])
+            self._wake_throttle.for_statement(self._jobs, [request.queue], channel=WAKE_CHANNEL)
         )
         # Inserts twice at most: a conflicting live row may settle between the insert and the
         # resolve, freeing its key; the second insert then takes it.
@@ -228,7 +228,9 @@ class PostgresDriver(JobDriver):
                 {
                     **batch_params(chunk),
                     "notify_queues": self._wake_throttle.for_statement(
-                        self._jobs, (r.queue for r in chunk if _due_now(r))
+                        self._jobs,
+                        (r.queue for r in chunk if _due_now(r)),
+                        channel=WAKE_CHANNEL,
                     ),
                 },
             )

@@ -30,7 +30,7 @@ class PostgresOutbox(OutboxStore):
     def __init__(self, *, database: str = "default") -> None:
         self.database = database
         self._rows = OutboxEntry.objects.db_manager(database)
-        self._throttle = WakeThrottle(channel=OUTBOX_CHANNEL)
+        self._throttle = WakeThrottle()
         self._listeners: list[QueueListener] = []
         self._lock = threading.Lock()
 
@@ -41,10 +41,14 @@ class PostgresOutbox(OutboxStore):
                 "outbox_stage_many",
                 {
                     **batch_params(chunk),
-                    "notify": notify
-                    and bool(self._throttle.for_statement(self._rows, [_STAGE_SLOT], payload="")),
+                    "notify": notify and bool(self._wake_for_statement()),
                 },
             )
+
+    def _wake_for_statement(self) -> list[str]:
+        return self._throttle.for_statement(
+            self._rows, [_STAGE_SLOT], channel=OUTBOX_CHANNEL, payload=""
+        )
 
     def outbox_claim(
         self, *, relay_id: str, limit: int, lease_seconds: float

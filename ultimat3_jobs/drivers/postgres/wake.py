@@ -39,11 +39,9 @@ class WakeThrottle:
         self,
         slot_seconds: float = WAKE_SLOT_SECONDS,
         *,
-        channel: str = "ultimat3_jobs",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._slot_seconds = slot_seconds
-        self._channel = channel
         self._clock = clock
         self._last: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -60,29 +58,34 @@ class WakeThrottle:
         return allowed
 
     def for_statement(
-        self, rows: RawStatementManager, queues: Iterable[str], payload: str | None = None
+        self,
+        rows: RawStatementManager,
+        queues: Iterable[str],
+        *,
+        channel: str,
+        payload: str | None = None,
     ) -> list[str]:
         """The queues the next statement on ``rows``' alias should NOTIFY: decided now in
-        autocommit; none inside a transaction, whose wake is sent after its commit (with
-        ``payload``, or each queue's name, as the NOTIFY's payload)."""
+        autocommit; none inside a transaction, whose wake is sent on ``channel`` after its
+        commit (with ``payload``, or each queue's name, as the NOTIFY's payload)."""
         wanted = list(dict.fromkeys(queues))
         if not wanted:
             return []
         if not connections[rows.db].in_atomic_block:
             return self.allow(wanted)
-        after = functools.partial(self._notify_after_commit, rows, wanted, payload)
+        after = functools.partial(self._notify_after_commit, rows, wanted, channel, payload)
         transaction.on_commit(after, using=rows.db)
         return []
 
     def _notify_after_commit(
-        self, rows: RawStatementManager, queues: list[str], payload: str | None
+        self, rows: RawStatementManager, queues: list[str], channel: str, payload: str | None
     ) -> None:
         allowed = self.allow(queues)
         if not allowed:
             return
         payloads = [payload] if payload is not None else allowed
         try:
-            rows.run("wake_notify", {"channel": self._channel, "payloads": payloads})
+            rows.run("wake_notify", {"channel": channel, "payloads": payloads})
         except DatabaseError:
             # The wake is an optimisation; the listeners' poll finds the committed jobs.
             logger.warning("jobs.wake.notify_failed", exc_info=True)
