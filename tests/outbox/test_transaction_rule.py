@@ -17,7 +17,7 @@ from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.drivers.postgres.driver import WakeThrottle
+from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.errors import JobDuplicate, JobOptionInvalid
 from ultimat3_jobs.models import Job, OutboxEntry
 

@@ -18,8 +18,9 @@ from tests.drivers.support import request
 from tests.testapp.jobs import add, echo
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.postgres import listen
-from ultimat3_jobs.drivers.postgres.driver import PostgresDriver, WakeThrottle
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME, QueueListener
+from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -53,23 +53,23 @@ class _Held:
     def __init__(self, store: _Store, requests: list[EnqueueRequest], aliases: list[str]) -> None:
         self.store = store
         self.requests = requests
-        self._waiting: dict[str, functools.partial[None]] = {}
+        self.waiting: dict[str, functools.partial[None]] = {}
         for alias in aliases:
-            self._waiting[alias] = functools.partial(self._committed, alias)
-            transaction.on_commit(self._waiting[alias], using=alias)
+            self.waiting[alias] = functools.partial(self._committed, alias)
+            transaction.on_commit(self.waiting[alias], using=alias)
 
     def _committed(self, alias: str) -> None:
-        self._waiting.pop(alias, None)
-        if not self._waiting:
-            _held().remove(self)
+        self.waiting.pop(alias, None)
+        if not self.waiting:
+            held = _held()
+            if self in held:
+                held.remove(self)
             self.store.job_enqueue_many(requests=self.requests)
 
-    def alive(self) -> bool:
-        """False once a rollback dropped one of its callbacks."""
-        return all(
-            any(entry[1] is callback for entry in connections[alias].run_on_commit)
-            for alias, callback in self._waiting.items()
-        )
+    def alive(self, registered: dict[str, set[int]]) -> bool:
+        """False once a rollback dropped one of its callbacks (``registered``: the ids of the
+        callbacks each alias still holds)."""
+        return all(id(callback) in registered[alias] for alias, callback in self.waiting.items())
 
 
 def _held() -> list[_Held]:
@@ -79,24 +79,29 @@ def _held() -> list[_Held]:
     return held
 
 
-def _same_job(earlier: EnqueueRequest, request: EnqueueRequest) -> bool:
-    return earlier.id == request.id or (
-        request.idempotency_key is not None
-        and (earlier.name, earlier.idempotency_key) == (request.name, request.idempotency_key)
-    )
-
-
 def _held_holder(
     store: _Store, request: EnqueueRequest, created: list[EnqueueRequest]
 ) -> uuid.UUID | None:
-    """The id of a request held earlier (in this thread's open transactions, or earlier in
-    this batch) that ``request`` would be deduplicated against."""
+    """The id of a job with the same name and idempotency key held earlier, in this batch or in
+    this thread's open transactions (a rolled-back one no longer counts)."""
+    if request.idempotency_key is None:
+        return None
+    wanted = (request.name, request.idempotency_key)
+    for earlier in created:
+        if (earlier.name, earlier.idempotency_key) == wanted:
+            return earlier.id
     held = _held()
-    held[:] = [entry for entry in held if entry.alive()]
-    earlier = [r for entry in held if entry.store is store for r in entry.requests]
-    for candidate in [*earlier, *created]:
-        if _same_job(candidate, request):
-            return candidate.id
+    aliases = {alias for entry in held for alias in entry.waiting}
+    registered = {
+        alias: {id(callback) for _, callback, *_ in connections[alias].run_on_commit}
+        for alias in aliases
+    }
+    held[:] = [entry for entry in held if entry.alive(registered)]
+    for entry in held:
+        if entry.store is store:
+            for earlier in entry.requests:
+                if (earlier.name, earlier.idempotency_key) == wanted:
+                    return earlier.id
     return None
 
 
