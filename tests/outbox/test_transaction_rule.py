@@ -17,6 +17,7 @@ from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.drivers.postgres.outbox import PostgresOutbox
 from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.errors import JobDuplicate, JobOptionInvalid
 from ultimat3_jobs.models import Job, OutboxEntry
@@ -212,7 +213,8 @@ def test_the_outbox_on_another_alias_stages_under_its_transaction() -> None:
 @override_settings(ULTIMAT3_JOBS=OTHER_STORE)
 def test_a_rolled_back_stage_leaves_the_relays_wake_to_the_next_one() -> None:
     outbox = get_outbox()
-    outbox._throttle = WakeThrottle(60.0)  # type: ignore[attr-defined] -- one slot for the test
+    assert isinstance(outbox, PostgresOutbox)
+    outbox._throttle = WakeThrottle(60.0)  # one slot for the whole test
     woken = threading.Event()
     subscription = outbox.wake_subscribe(on_wake=lambda _: woken.set())
     assert subscription is not None
