@@ -7,8 +7,9 @@ on the memory driver so see what PostgreSQL would show: the job appears at the c
 after a rollback.
 
 The answer is decided at once, as PostgreSQL would decide it inside the transaction: ``deduped``
-with the holder's id when a live job, or a job held earlier in this thread's open transactions,
-has the same id or the same name and idempotency key; ``created`` otherwise.
+with the holder's id when a live job has the same id, or when a live job or a job held earlier in
+this thread's open transactions has the same name and idempotency key; ``created`` otherwise. A
+job held as ``created`` whose key a committed job took meanwhile is deduplicated at the commit.
 
 Layer: a concrete driver (imports L1, L2 and ``django.db``).
 """
