@@ -1,16 +1,25 @@
 """System checks: each problem of ``ULTIMAT3_JOBS`` as ``ultimat3_jobs.E0xx``, with the same
-message the settings loader raises."""
+message the settings loader raises, and the databases the settings name (E050 to W053)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.core import checks
+from django.db import DatabaseError, connections
+from django.db.migrations.recorder import MigrationRecorder
 from django.utils.module_loading import import_string
 
 from ultimat3_jobs.conf import Settings, get_settings, raw_setting, validate
 
 DRIVER_CHECK_ID = "ultimat3_jobs.E010"
+STORE_VENDOR_CHECK_ID = "ultimat3_jobs.E050"
+OUTBOX_VENDOR_CHECK_ID = "ultimat3_jobs.E051"
+OUTBOX_TABLE_CHECK_ID = "ultimat3_jobs.E052"
+OUTBOX_UNCHECKED_ID = "ultimat3_jobs.W053"
+OUTBOX_TABLE = "x_outbox"
+OUTBOX_MIGRATION = ("ultimat3_jobs", "0002_outbox")
+HINT = "See docs/reference/settings.md."
 
 
 @checks.register(checks.Tags.compatibility)
@@ -18,10 +27,9 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     problems = validate(raw_setting())
     if not problems:
         problems = check_driver_importable(get_settings())
-    return [
-        checks.Error(message, id=check_id, hint="See docs/reference/settings.md.")
-        for check_id, message in problems
-    ]
+    if not problems:
+        problems = check_database_vendors(get_settings())
+    return [checks.Error(message, id=check_id, hint=HINT) for check_id, message in problems]
 
 
 def check_driver_importable(settings: Settings) -> list[tuple[str, str]]:
@@ -46,3 +54,104 @@ def check_driver_importable(settings: Settings) -> list[tuple[str, str]]:
             )
         ]
     return []
+
+
+def _not_postgresql(key: str, alias: str, needs: str) -> str:
+    connection = connections[alias]
+    return (
+        f"ULTIMAT3_JOBS[{key!r}] names the database alias {alias!r}, a "
+        f"{connection.display_name} database (vendor {connection.vendor!r}, ENGINE "
+        f"{connection.settings_dict.get('ENGINE')!r}); {needs} needs PostgreSQL"
+    )
+
+
+def stages_by_default(settings: Settings) -> bool:
+    """Whether an enqueue inside ``transaction.atomic(using=OUTBOX_DATABASE)`` is staged in
+    ``x_outbox``: the job store does not commit with that alias."""
+    from ultimat3_jobs.drivers import get_driver
+
+    return not get_driver().commits_with(settings.outbox_database)
+
+
+def check_database_vendors(settings: Settings) -> list[tuple[str, str]]:
+    """The PostgreSQL driver's ``DATABASE``, and an ``OUTBOX_DATABASE`` that staging uses, are
+    PostgreSQL databases. Reads the configured ENGINE only: no connection is opened."""
+    from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+
+    problems = []
+    driver_class = import_string(settings.driver_path)
+    if issubclass(driver_class, PostgresDriver) and not _is_postgresql(settings.database):
+        needs = "the PostgreSQL driver (its statements are PostgreSQL's)"
+        problems.append(
+            (STORE_VENDOR_CHECK_ID, _not_postgresql("DATABASE", settings.database, needs))
+        )
+    if stages_by_default(settings) and not _is_postgresql(settings.outbox_database):
+        needs = (
+            f"the outbox (an enqueue inside transaction.atomic(using="
+            f"{settings.outbox_database!r}) is staged in {OUTBOX_TABLE} there, since the job "
+            "store does not commit with it)"
+        )
+        problems.append(
+            (
+                OUTBOX_VENDOR_CHECK_ID,
+                _not_postgresql("OUTBOX_DATABASE", settings.outbox_database, needs),
+            )
+        )
+    return problems
+
+
+def _is_postgresql(alias: str) -> bool:
+    return connections[alias].vendor == "postgresql"
+
+
+@checks.register(checks.Tags.database)
+def check_outbox_table(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """``x_outbox`` exists on ``OUTBOX_DATABASE`` when staging uses it. A database check: Django
+    runs it only for ``check --database ALIAS`` and ``migrate``. An unreachable database is
+    reported as warning W053, not checked."""
+    if validate(raw_setting()):
+        return []
+    settings = get_settings()
+    alias = settings.outbox_database
+    if alias not in (databases or ()) or not _is_postgresql(alias):
+        return []
+    if check_driver_importable(settings) or not stages_by_default(settings):
+        return []
+    connection = connections[alias]
+    try:
+        tables = connection.introspection.table_names()
+        recorded = OUTBOX_MIGRATION in MigrationRecorder(connection).applied_migrations()
+    except DatabaseError as exc:
+        return [
+            checks.Warning(
+                f"OUTBOX_DATABASE {alias!r} could not be reached to look for {OUTBOX_TABLE} "
+                f"({type(exc).__name__}: {str(exc).strip()[:200]}); not checked.",
+                id=OUTBOX_UNCHECKED_ID,
+                hint=HINT,
+            )
+        ]
+    if OUTBOX_TABLE in tables:
+        return []
+    message = (
+        f"ULTIMAT3_JOBS['OUTBOX_DATABASE'] names {alias!r}, which has no {OUTBOX_TABLE} table, "
+        f"where an enqueue inside transaction.atomic(using={alias!r}) is staged"
+    )
+    if recorded:
+        return [
+            checks.Error(
+                f"{message}, although the migration {'.'.join(OUTBOX_MIGRATION)} is recorded "
+                "as applied there (was it faked, or the table dropped?).",
+                id=OUTBOX_TABLE_CHECK_ID,
+                hint=HINT,
+            )
+        ]
+    # Not migrated yet: an error would stop `migrate` itself, which runs this check.
+    return [
+        checks.Warning(
+            f"{message}: run `manage.py migrate --database {alias}`.",
+            id=OUTBOX_TABLE_CHECK_ID.replace(".E", ".W"),
+            hint=HINT,
+        )
+    ]

@@ -9,15 +9,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any
-
-from django.db import transaction
 
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.definitions import EnqueueOptions, JobCall, JobDefinition, options_from
 from ultimat3_jobs.drivers import get_driver, get_outbox
-from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.drivers.base import JobDriver, write_now
 from ultimat3_jobs.errors import (
     JobDuplicate,
     JobInputInvalid,
@@ -25,9 +24,9 @@ from ultimat3_jobs.errors import (
     JobPriorityInvalid,
     JobQueueInvalid,
     JobRunAtInvalid,
-    OutboxNoTransaction,
 )
 from ultimat3_jobs.serialization import encode_json
+from ultimat3_jobs.transactions import AfterCommits, Route, route
 from ultimat3_jobs.types import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -240,28 +239,35 @@ def build_request(
     )
 
 
-def _stages(driver: JobDriver, options: EnqueueOptions, settings: Settings) -> bool:
-    """Whether this enqueue goes through the outbox: inside a transaction on the outbox's
-    database that the job store does not share (unless the caller asked to publish now)."""
-    if options.publish not in ("on-commit", "now", "staged"):
-        raise JobOptionInvalid(
-            f"publish must be 'on-commit', 'now' or 'staged'; got {options.publish!r}",
-            field="publish",
-            rule="publish-mode",
-        )
-    if options.publish == "now":
-        return False
-    alias = settings.outbox_database
-    in_transaction = transaction.get_connection(alias).in_atomic_block
-    if options.publish == "staged":
-        if not in_transaction:
-            raise OutboxNoTransaction(
-                f"publish='staged' needs an open transaction.atomic(using={alias!r}) to hold "
-                "the staged job; there is none here. Enqueue inside the transaction, or use "
-                "publish='on-commit' (the default)."
-            )
+def _route(driver: JobDriver, publish: str, settings: Settings) -> Route:
+    """Where an enqueue writes, given the caller's open transactions (see
+    :mod:`ultimat3_jobs.transactions`)."""
+    return route(driver, publish=publish, outbox_database=settings.outbox_database)
+
+
+def _stage_or_defer(requests: list[EnqueueRequest], where: Route) -> bool:
+    """Stage ``requests`` in the outbox, or defer them until the caller's transactions commit,
+    as ``where`` says; answers False when they are to be written to the store at once."""
+    if where.path == "stage":
+        get_outbox().outbox_stage_many(requests=requests, notify=True)
         return True
-    return in_transaction and not driver.commits_with(alias)
+    if where.path == "defer":
+        AfterCommits(where.waits_for, lambda: _publish_after_commit(requests))
+        return True
+    return False
+
+
+def _publish_after_commit(requests: list[EnqueueRequest]) -> None:
+    """A deferred enqueue, once every transaction it waited for has committed: routed again
+    (a transaction may still be open around that commit), then written."""
+    driver = get_driver()
+    if not _stage_or_defer(requests, _route(driver, "on-commit", get_settings())):
+        driver.job_enqueue_many(requests=requests)
+
+
+def _store_write(options: EnqueueOptions) -> AbstractContextManager[None]:
+    """``publish="now"`` writes at once, even with a driver that waits for commits."""
+    return write_now() if options.publish == "now" else nullcontext()
 
 
 def enqueue(
@@ -272,11 +278,13 @@ def enqueue(
     settings = get_settings()
     request = build_request(definition, input, options, settings=settings)
     driver = get_driver()
-    if _stages(driver, options, settings):
+    where = _route(driver, options.publish, settings)
+    if where.path != "store":
         _refuse_error_mode(options)
-        get_outbox().outbox_stage_many(requests=[request], notify=True)
+    if _stage_or_defer([request], where):
         return EnqueueResult(request.id, "staged")
-    result = driver.job_enqueue(request=request)
+    with _store_write(options):
+        result = driver.job_enqueue(request=request)
     if result.deduped and request.on_conflict == "error":
         raise JobDuplicate(
             f"job {definition.name!r} with idempotency key {request.idempotency_key!r} is "
@@ -315,10 +323,10 @@ def enqueue_many(
     if not requests:
         return []
     driver = get_driver()
-    if _stages(driver, options, settings):
-        get_outbox().outbox_stage_many(requests=requests, notify=True)
+    if _stage_or_defer(requests, _route(driver, options.publish, settings)):
         return [EnqueueResult(request.id, "staged") for request in requests]
-    return driver.job_enqueue_many(requests=requests)
+    with _store_write(options):
+        return driver.job_enqueue_many(requests=requests)
 
 
 def _refuse_error_mode(options: EnqueueOptions) -> None:

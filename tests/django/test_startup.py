@@ -101,3 +101,20 @@ def test_good_settings_start(tmp_path: Path) -> None:
     done = _start("from tests.settings import *\n", tmp_path)
     assert done.returncode == 0, done.stderr
     assert "started" in done.stdout
+
+
+@pytest.mark.process
+def test_the_postgres_driver_on_a_sqlite_database_fails_the_checks(tmp_path: Path) -> None:
+    sqlite = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "db.sqlite3")}
+    done = _start(
+        f"""
+        from tests.settings import *
+        DATABASES = {{"default": {sqlite!r}}}
+        ULTIMAT3_JOBS = {{**ULTIMAT3_JOBS, "DRIVER": "postgres"}}
+        """,
+        tmp_path,
+        command="check",
+    )
+    assert done.returncode != 0
+    assert "ultimat3_jobs.E050" in done.stderr
+    assert "names the database alias 'default', a SQLite database" in done.stderr

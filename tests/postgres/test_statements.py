@@ -158,6 +158,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "leader_attempt_elect": {"name": "scheduler", "holder": "h", "ttl_seconds": 5.0},
     "leader_resign": {"name": "scheduler", "holder": "h"},
     "counter_rollup": {"keep_seconds": 3600.0},
+    "wake_notify": {"channel": "ultimat3_jobs_test", "payloads": ["default"]},
 }
 
 

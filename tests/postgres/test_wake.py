@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
 from tests.drivers.support import request
 from tests.testapp.jobs import add, echo
@@ -20,6 +20,7 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.postgres import listen
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME, QueueListener
+from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -214,3 +215,71 @@ def test_driver_close_closes_its_listeners() -> None:
         assert not listener.thread.is_alive()
     finally:
         listener.close()
+
+
+# -- the throttle counts a NOTIFY only once it is delivered --------------------------------------
+
+
+def _slow_throttle(slot_seconds: float) -> None:
+    """Give the enqueuing driver a throttle with a long slot, so that a test's enqueues all fall
+    in one slot."""
+    driver = get_driver()
+    assert isinstance(driver, PostgresDriver)
+    driver._wake_throttle = WakeThrottle(slot_seconds)
+
+
+def test_a_rolled_back_enqueue_leaves_its_slot_to_the_next_one(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    _slow_throttle(60.0)
+    with transaction.atomic():
+        echo.enqueue(n=1)
+        transaction.set_rollback(True)
+    echo.enqueue(n=2)  # autocommit, in the same slot
+    assert wakes.wait_for("default"), "the rolled-back NOTIFY took the slot's only wake"
+    assert wakes.count("default") == 1
+
+
+def test_an_open_transaction_does_not_silence_the_slot(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    _slow_throttle(60.0)
+
+    def enqueue_elsewhere() -> None:
+        try:
+            echo.enqueue(n=2)  # autocommit, from another connection, in the same slot
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        echo.enqueue(n=1)
+        other = threading.Thread(target=enqueue_elsewhere)
+        other.start()
+        other.join(10)
+        assert wakes.wait_for("default"), "a job committed while a transaction held the slot"
+
+
+def test_a_transaction_committing_after_its_slot_still_wakes(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    slot = 0.5
+    _slow_throttle(slot)
+    time.sleep(slot - time.monotonic() % slot + 0.01)  # start at the beginning of a slot
+    echo.enqueue(n=1)  # autocommit: this slot's wake
+    assert wakes.wait_for("default")
+    with transaction.atomic():
+        echo.enqueue(n=2)  # same slot as the first
+        time.sleep(slot + 0.1)  # the slot ends before the commit
+    assert eventually(lambda: wakes.count("default") == 2, WAKE_WITHIN), (
+        "a job committed after its enqueue's slot ended never woke anyone"
+    )
+
+
+def test_enqueues_in_one_transaction_wake_once_after_the_commit(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    _slow_throttle(60.0)
+    with transaction.atomic():
+        for n in range(20):
+            echo.enqueue(n=n)
+        get_driver().job_enqueue_many(requests=[request(input_json="{}") for _ in range(20)])
+        assert not wakes.woken.wait(0.3)
+    add.using(queue="sentinel").enqueue(a=1, b=2)
+    assert wakes.wait_for("sentinel")
+    assert wakes.count("default") == 1

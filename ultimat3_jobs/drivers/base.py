@@ -21,9 +21,11 @@ Rules every driver keeps:
 from __future__ import annotations
 
 import abc
+import contextlib
+import contextvars
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
@@ -76,6 +78,24 @@ counted row is a heap read, and on PostgreSQL a larger bound lifts the statement
 cost past ``jit_above_cost``, where JIT compilation costs more than the read itself."""
 
 settle_logger = logging.getLogger("ultimat3_jobs.settle")
+
+_write_now = contextvars.ContextVar("ultimat3_jobs_write_now", default=False)
+
+
+@contextlib.contextmanager
+def write_now() -> Iterator[None]:
+    """Within this block an enqueue is written at once, even inside the caller's transaction
+    (``publish="now"``): a driver that waits for the caller's commit asks :func:`writes_now`."""
+    token = _write_now.set(True)
+    try:
+        yield
+    finally:
+        _write_now.reset(token)
+
+
+def writes_now() -> bool:
+    """Whether the current enqueue was asked to be written at once (see :func:`write_now`)."""
+    return _write_now.get()
 
 
 class WakeSubscription(Protocol):
@@ -548,8 +568,8 @@ class JobDriver(abc.ABC):
     def commits_with(self, database: str) -> bool:
         """Whether an enqueue inside ``transaction.atomic(using=database)`` commits or rolls
         back with that transaction, so it needs no outbox. True for the PostgreSQL driver on
-        that alias; the memory driver answers True as well (it keeps nothing beyond the
-        process, so staging would buy nothing)."""
+        that alias; the memory driver answers True for every alias (it holds an enqueue made
+        inside ``atomic()`` blocks until they all commit, see ``drivers/memory_commit.py``)."""
         return True
 
     def queue_pause(self, *, queue: str, paused_by: str = "", reason: str = "") -> bool:

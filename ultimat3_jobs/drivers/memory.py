@@ -2,7 +2,8 @@
 
 A concrete driver: imports L1, L2 only; never the runtime. It keeps the same rules as the
 PostgreSQL driver, statement for statement (``drivers/postgres/sql/*.sql``), and passes the same
-parity suite. Nothing survives the process, and nothing is shared with another process.
+parity suite. Nothing survives the process, and nothing is shared with another process. An
+enqueue inside ``transaction.atomic()`` waits for the commit (``memory_commit.py``).
 
 State lives in plain structures behind one lock; every method takes it once, reads the store's
 clock (:meth:`MemoryDriver.now`) once, and so acts like one statement at one ``now()``.
@@ -34,6 +35,7 @@ from ultimat3_jobs.drivers.base import (
     log_lost_beats,
     log_unowned,
 )
+from ultimat3_jobs.drivers.memory_commit import hold_until_commit
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.serialization import check_json, decode_json
 from ultimat3_jobs.types import (
@@ -407,6 +409,8 @@ class MemoryDriver(JobDriver):
 
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         self._check_request(request)
+        if (held := hold_until_commit(self, [request])) is not None:
+            return held[0]
         with self._lock:
             result = self._enqueue(request, self.now())
         self._wake([request], [result])
@@ -415,6 +419,8 @@ class MemoryDriver(JobDriver):
     def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         for request in requests:
             self._check_request(request)
+        if (held := hold_until_commit(self, requests)) is not None:
+            return held
         with self._lock:
             now = self.now()
             results = [self._enqueue(request, now) for request in requests]
@@ -1063,6 +1069,13 @@ class MemoryDriver(JobDriver):
             raise ValueError(
                 f"x_jobs_attempts_valid: max_attempts {request.max_attempts} is below 1"
             )
+
+    def _live_holder(self, request: EnqueueRequest) -> uuid.UUID | None:
+        """The id an enqueue of ``request`` would be answered ``deduped`` with, if any."""
+        with self._lock:
+            if request.id in self._rows or request.idempotency_key is None:
+                return request.id if request.id in self._rows else None
+            return self._live_keys.get((request.name, request.idempotency_key))
 
     def _enqueue(self, request: EnqueueRequest, now: datetime) -> EnqueueResult:
         if request.id in self._rows:

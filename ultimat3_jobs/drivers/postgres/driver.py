@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +35,7 @@ from ultimat3_jobs.drivers.base import (
 )
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
+from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.models import (
     Job,
@@ -119,28 +119,6 @@ def _as_uuid(value: Any) -> uuid.UUID:
 logger = logging.getLogger("ultimat3_jobs.driver")
 
 WAKE_CHANNEL = "ultimat3_jobs"
-WAKE_SLOT_SECONDS = 0.05
-"""An enqueue notifies at most once per queue per slot (per process): every notifying commit
-serialises on one PostgreSQL lock, so a burst of enqueues wakes the workers once."""
-
-
-class WakeThrottle:
-    """Decides which enqueues notify: the first per queue in each slot."""
-
-    def __init__(self, slot_seconds: float = WAKE_SLOT_SECONDS) -> None:
-        self._slot_seconds = slot_seconds
-        self._last: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def allow(self, queues: Iterable[str]) -> list[str]:
-        slot = int(time.monotonic() / self._slot_seconds)
-        allowed = []
-        with self._lock:
-            for queue in queues:
-                if self._last.get(queue) != slot:
-                    self._last[queue] = slot
-                    allowed.append(queue)
-        return allowed
 
 
 def _due_now(request: EnqueueRequest) -> bool:
@@ -224,7 +202,9 @@ class PostgresDriver(JobDriver):
 
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         params = _enqueue_params(request)
-        params["notify"] = _due_now(request) and bool(self._wake_throttle.allow([request.queue]))
+        params["notify"] = _due_now(request) and bool(
+            self._wake_throttle.for_statement(self._jobs, [request.queue], channel=WAKE_CHANNEL)
+        )
         # Inserts twice at most: a conflicting live row may settle between the insert and the
         # resolve, freeing its key; the second insert then takes it.
         for _ in range(2):
@@ -253,8 +233,10 @@ class PostgresDriver(JobDriver):
                 "job_enqueue_many",
                 {
                     **batch_params(chunk),
-                    "notify_queues": self._wake_throttle.allow(
-                        dict.fromkeys(r.queue for r in chunk if _due_now(r))
+                    "notify_queues": self._wake_throttle.for_statement(
+                        self._jobs,
+                        (r.queue for r in chunk if _due_now(r)),
+                        channel=WAKE_CHANNEL,
                     ),
                 },
             )

@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from django.db import DatabaseError, connections
 
 from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK, OutboxStore, WakeSubscription
-from ultimat3_jobs.drivers.postgres.driver import WakeThrottle, _as_uuid, batch_params
+from ultimat3_jobs.drivers.postgres.driver import _as_uuid, batch_params
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.models import OutboxEntry
 from ultimat3_jobs.types import EnqueueRequest
 
@@ -40,9 +41,14 @@ class PostgresOutbox(OutboxStore):
                 "outbox_stage_many",
                 {
                     **batch_params(chunk),
-                    "notify": notify and bool(self._throttle.allow([_STAGE_SLOT])),
+                    "notify": notify and bool(self._wake_for_statement()),
                 },
             )
+
+    def _wake_for_statement(self) -> list[str]:
+        return self._throttle.for_statement(
+            self._rows, [_STAGE_SLOT], channel=OUTBOX_CHANNEL, payload=""
+        )
 
     def outbox_claim(
         self, *, relay_id: str, limit: int, lease_seconds: float

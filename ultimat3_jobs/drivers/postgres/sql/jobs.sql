@@ -404,3 +404,9 @@ select q.name,
                      limit %(limit)s) as ready)
        end
 from unnest(%(queues)s::text[]) as q(name)
+
+-- name: wake_notify
+-- The wake of an enqueue made inside a transaction, sent in autocommit right after that
+-- transaction committed (never after a rollback): the enqueue statement itself carried no NOTIFY,
+-- since the throttle cannot count a NOTIFY whose commit is still to come. One NOTIFY per payload.
+select pg_notify(%(channel)s, p) from unnest(%(payloads)s::text[]) as p
