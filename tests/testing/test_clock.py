@@ -11,7 +11,7 @@ import pytest
 from tests.testing import jobs
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.registry import registry
-from ultimat3_jobs.testing import enqueued_jobs, fire_cron, run_enqueued, travel
+from ultimat3_jobs.testing import Jobs, enqueued_jobs, fire_cron, run_enqueued, travel
 
 PARIS = ZoneInfo("Europe/Paris")
 
@@ -104,3 +104,9 @@ def test_fire_cron_refuses_a_naive_instant_and_a_plain_job(driver: JobDriver) ->
         fire_cron(datetime(2026, 3, 10, 3, 0))
     with pytest.raises(TypeError, match=r"'testing\.other' is a job, not a cron task"):
         fire_cron(datetime(2026, 3, 10, 3, 0, tzinfo=UTC), task=jobs.other)
+
+
+def test_the_jobs_helper_fires_cron_tasks(driver: JobDriver) -> None:
+    at = datetime(2026, 3, 10, 3, 0, tzinfo=PARIS)
+    fired = Jobs().fire_cron(at, task="testing.nightly")
+    assert [(f.task, f.status) for f in fired] == [("testing.nightly", "created")]
