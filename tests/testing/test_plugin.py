@@ -64,3 +64,42 @@ def test_the_plugin_loads_in_a_project_without_django(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout
+
+
+def run_project(tmp_path: Path, ini: str) -> subprocess.CompletedProcess[str]:
+    """Run pytest in a small Django project (the suite's settings, the memory driver) whose
+    test enqueues one job and reports whether it ran."""
+    (tmp_path / "inner_settings.py").write_text(
+        "from tests.settings import *  # noqa: F403\n"
+        "ULTIMAT3_JOBS = {'DRIVER': 'memory', 'DEFAULT_TENANT': 'none'}\n"
+    )
+    (tmp_path / "pytest.ini").write_text(
+        f"[pytest]\nDJANGO_SETTINGS_MODULE = inner_settings\naddopts = --strict-config\n{ini}"
+    )
+    (tmp_path / "test_inner.py").write_text(
+        "from tests.testing import jobs\n"
+        "def test_enqueue():\n"
+        "    jobs.CALLS.clear()\n"
+        "    jobs.other.enqueue(n=1)\n"
+        "    print('RAN' if jobs.CALLS else 'QUEUED')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{ROOT}"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "test_inner.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_eager_ini_option_makes_every_test_eager(tmp_path: Path) -> None:
+    run = run_project(tmp_path, "ultimat3_jobs_eager = true\n")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "RAN" in run.stdout
+
+    run = run_project(tmp_path, "")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "QUEUED" in run.stdout
