@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 
 from tests.drivers.support import claim_one, enqueue, put_in_state
+from tests.factories import JobCounterFactory
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.operator.metrics import CONTENT_TYPE, escape_label_value, render
 from ultimat3_jobs.types import AckItem, JobState
@@ -213,12 +214,9 @@ def test_label_values_are_escaped():
 @pytest.mark.django_db
 def test_a_counter_name_with_quotes_backslashes_and_newlines_round_trips():
     from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-    from ultimat3_jobs.models import JobCounter
 
     weird = 'odd"name\\with\nnewline'
-    JobCounter.objects.create(
-        name=weird, period="minute", bucket=datetime(2026, 1, 1, tzinfo=UTC), completed=5
-    )
+    JobCounterFactory(name=weird, bucket=datetime(2026, 1, 1, tzinfo=UTC), completed=5)
     _, series = parse(render(PostgresDriver()))
     assert value(series, "jobs_settled_total", name=weird, outcome="completed") == 5
 
