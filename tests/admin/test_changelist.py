@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.admin.conftest import job_failed_twice, job_in_state
+from tests.admin.conftest import job_in_state
 from tests.drivers.support import enqueue
+from tests.factories import JobFactory, attempt_error
 from ultimat3_jobs.admin.changelist import LIST_COLUMNS
 from ultimat3_jobs.admin.paginator import WindowPaginator
 from ultimat3_jobs.models import Job
@@ -31,13 +32,16 @@ def page_queries(client, url: str) -> tuple[list[str], str]:
     return [query["sql"] for query in captured.captured_queries], response.content.decode()
 
 
-def add_jobs(driver, count: int) -> None:
+def add_jobs(count: int) -> None:
+    """``count`` jobs of distinct tenants: one in three failed after two attempts, each with
+    its traceback; the others queued, each with an idempotency key."""
     for _ in range(count):
         n = next(_serial)
         if n % 3 == 0:
-            job_failed_twice(driver, tenant_id=f"t{n}")
+            errors = [attempt_error(1), attempt_error(2)]
+            JobFactory(failed=True, attempt=2, errors=errors, tenant_id=f"t{n}")
         else:
-            enqueue(driver, idempotency_key=f"key-{n}", tenant_id=f"t{n}")
+            JobFactory(idempotency_key=f"key-{n}", tenant_id=f"t{n}")
 
 
 def test_a_page_of_100_costs_the_queries_of_a_page_of_10(
@@ -45,10 +49,10 @@ def test_a_page_of_100_costs_the_queries_of_a_page_of_10(
 ):
     client = role_client("superuser")
     client.get(CHANGELIST)  # the session and the user are loaded the same way on every page
-    add_jobs(jobs_driver, 10)
+    add_jobs(10)
     small, html = page_queries(client, CHANGELIST)
     assert len(listed_ids(html)) == 10
-    add_jobs(jobs_driver, 140)
+    add_jobs(140)
     large, html = page_queries(client, CHANGELIST)
     assert len(listed_ids(html)) == 100
     assert len(large) == len(small)
@@ -72,9 +76,9 @@ def test_a_page_of_100_costs_the_queries_of_a_page_of_10(
 def test_a_viewer_page_costs_a_fixed_number_of_queries_too(role_client, jobs_driver):
     client = role_client("operator")  # permissions read from the database, once per request
     client.get(CHANGELIST)
-    add_jobs(jobs_driver, 5)
+    add_jobs(5)
     small, _ = page_queries(client, CHANGELIST)
-    add_jobs(jobs_driver, 120)
+    add_jobs(120)
     large, _ = page_queries(client, CHANGELIST)
     assert len(large) == len(small)
 
@@ -93,7 +97,7 @@ def test_a_viewer_page_costs_a_fixed_number_of_queries_too(role_client, jobs_dri
 def test_filtered_pages_cost_the_same_and_never_count(query, role_client, jobs_driver):
     client = role_client("superuser")
     client.get(CHANGELIST)
-    add_jobs(jobs_driver, 12)
+    add_jobs(12)
     baseline, _ = page_queries(client, CHANGELIST)
     filtered, _ = page_queries(client, CHANGELIST + query)
     assert len(filtered) == len(baseline)

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 
 from tests.drivers.support import enqueue
+from tests.factories import JobCounterFactory
 from ultimat3_jobs.admin.dashboard import MINUTES, chart, minute_series, nice_ceiling
-from ultimat3_jobs.models import JobCounter
 from ultimat3_jobs.types import CounterRow
 
 DASHBOARD = "/admin/ultimat3_jobs/job/dashboard/"
@@ -21,13 +21,11 @@ def minute(offset: int) -> datetime:
 
 
 def test_the_dashboard_draws_the_last_hour(role_client, jobs_driver):
-    JobCounter.objects.create(name="tests.echo", period="minute", bucket=minute(0), completed=12)
-    JobCounter.objects.create(
-        name="tests.echo", period="minute", bucket=minute(5), completed=3, retried=2, dead=1
-    )
-    JobCounter.objects.create(name="tests.add", period="minute", bucket=minute(5), completed=4)
+    JobCounterFactory(name="tests.echo", bucket=minute(0), completed=12)
+    JobCounterFactory(name="tests.echo", bucket=minute(5), completed=3, retried=2, dead=1)
+    JobCounterFactory(name="tests.add", bucket=minute(5), completed=4)
     # Outside the hour: not drawn, not counted.
-    JobCounter.objects.create(name="tests.echo", period="minute", bucket=minute(90), completed=99)
+    JobCounterFactory(name="tests.echo", bucket=minute(90), completed=99)
     enqueue(jobs_driver, queue="mail")
     jobs_driver.worker_heartbeat(
         worker_id="host-1:42",

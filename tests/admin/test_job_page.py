@@ -11,7 +11,7 @@ import pytest
 
 from tests.admin.conftest import job_failed_twice, job_in_state
 from tests.drivers.support import claim_one, enqueue, state_of
-from ultimat3_jobs.models import Job
+from tests.factories import JobFactory
 from ultimat3_jobs.types import AckItem, JobState
 
 CHANGELIST = "/admin/ultimat3_jobs/job/"
@@ -133,8 +133,7 @@ def test_progress_timings_and_result(role_client, jobs_driver):
 
 
 def test_a_result_is_redacted_like_input(role_client, jobs_driver):
-    job_id = job_in_state(jobs_driver, "running")
-    Job.objects.filter(id=job_id).update(result={"token": SENTINEL}, state="completed")
+    job_id = JobFactory(completed=True, result={"token": SENTINEL}).id
     html = page(role_client("viewer"), job_id)
     assert SENTINEL not in html
     assert SENTINEL in page(role_client("superuser"), job_id)
@@ -233,21 +232,16 @@ RESULT_SENTINEL = "RESULT-SENTINEL-7a1f"
 
 
 @pytest.fixture
-def unknown_job(jobs_driver):
+def unknown_job(db):
     """A completed job of a name no ``jobs.py`` of this process declares, whose input,
     progress and result hold values under keys no pattern takes for secret."""
-    job_id = job_in_state(
-        jobs_driver,
-        "running",
+    return JobFactory(
+        completed=True,
         name=UNKNOWN_NAME,
-        input_json='{"customer": "' + INPUT_SENTINEL + '", "nested": {"amount": 12}}',
-    )
-    Job.objects.filter(id=job_id).update(
+        input={"customer": INPUT_SENTINEL, "nested": {"amount": 12}},
         progress={"current": 1, "total": 2, "note": PROGRESS_SENTINEL},
         result={"receipt": RESULT_SENTINEL},
-        state="completed",
-    )
-    return job_id
+    ).id
 
 
 @pytest.mark.parametrize("role", ["viewer", "operator", "runner", "pauser_viewer"])

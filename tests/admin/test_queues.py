@@ -6,10 +6,11 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
-from tests.admin.conftest import job_in_state
 from tests.drivers.support import enqueue
-from ultimat3_jobs.models import Job, JobPause
+from tests.factories import JobFactory
+from ultimat3_jobs.models import JobPause
 
 QUEUES = "/admin/ultimat3_jobs/job/queues/"
 PAUSES = "/admin/ultimat3_jobs/jobpause/"
@@ -29,12 +30,12 @@ def cell(row: str, state: str) -> str:
 
 
 def test_depth_per_queue_and_state_and_the_oldest_ready_age(role_client, jobs_driver):
-    old = enqueue(jobs_driver, queue="mail")
-    Job.objects.filter(id=old).update(run_at=Job.objects.get(id=old).run_at - timedelta(hours=2))
-    enqueue(jobs_driver, queue="mail")
-    job_in_state(jobs_driver, "running", queue="mail")
-    job_in_state(jobs_driver, "failed", queue="mail")
-    job_in_state(jobs_driver, "completed", queue="reports")
+    # Ready for two hours (and a few seconds, so that the age reads "2h 0m" on any clock).
+    JobFactory(queue="mail", run_at=timezone.now() - timedelta(hours=2, seconds=5))
+    JobFactory(queue="mail")
+    JobFactory(queue="mail", running=True)
+    JobFactory(queue="mail", failed=True)
+    JobFactory(queue="reports", completed=True)
     html = role_client("viewer").get(QUEUES).content.decode()
     mail = queue_row(html, "mail")
     assert [cell(mail, state) for state in ("queued", "running", "completed", "failed")] == [

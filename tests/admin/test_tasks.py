@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from ultimat3_jobs.models import JobPause, SchedulerTask
+from tests.factories import JobPauseFactory, SchedulerTaskFactory
+from ultimat3_jobs.models import SchedulerTask
 
 URL = "/admin/ultimat3_jobs/schedulertask/"
 
@@ -17,13 +18,13 @@ URL = "/admin/ultimat3_jobs/schedulertask/"
 @pytest.fixture
 def tasks_state(db: None) -> None:
     last = datetime(2026, 11, 28, 1, 30, tzinfo=UTC)
-    SchedulerTask.objects.create(
+    SchedulerTaskFactory(
         name="tests.paris_daily", watermark=last, last_fire_at=last, updated_at=last
     )
-    SchedulerTask.objects.create(
+    SchedulerTaskFactory(
         name="tests.every_second", watermark=datetime.now(UTC) - timedelta(seconds=5)
     )
-    JobPause.objects.create(scope="task", target="tests.every_second", paused_by="t")
+    JobPauseFactory(scope="task", target="tests.every_second", paused_by="t")
 
 
 @pytest.mark.usefixtures("tasks_state")

@@ -51,8 +51,8 @@ def operator_and_data(transactional_db, settings):
     from django.utils import timezone
 
     from tests.drivers.support import enqueue
+    from tests.factories import JobCounterFactory
     from ultimat3_jobs.drivers import get_driver
-    from ultimat3_jobs.models import JobCounter
 
     # The live server serves STATIC_ROOT at STATIC_URL when staticfiles is not installed:
     # point it at the admin's own static files, so the pages look as they do in production.
@@ -70,9 +70,8 @@ def operator_and_data(transactional_db, settings):
     enqueue(driver, queue="reports", name="tests.add", input_json='{"a": 1, "b": 2}')
     now = timezone.now().replace(second=0, microsecond=0)
     for minutes_ago, completed, retried, dead in [(1, 40, 2, 0), (7, 25, 0, 1), (20, 60, 4, 2)]:
-        JobCounter.objects.create(
+        JobCounterFactory(
             name="tests.echo",
-            period="minute",
             bucket=now - timezone.timedelta(minutes=minutes_ago),
             completed=completed,
             retried=retried,
@@ -181,8 +180,9 @@ def a_full_page_of_jobs(transactional_db, settings):
     from django.contrib.auth.models import Permission, User
     from django.utils import timezone
 
+    from tests.factories import JobFactory
     from ultimat3_jobs.models import Job
-    from ultimat3_jobs.types import JobState, new_job_id
+    from ultimat3_jobs.types import JobState
 
     settings.STATIC_ROOT = str(Path(django.contrib.admin.__file__).parent / "static")
     user = User.objects.create_user("watch", password=PASSWORD, is_staff=True)
@@ -197,8 +197,7 @@ def a_full_page_of_jobs(transactional_db, settings):
         error_class = WIDE_ERRORS[number % len(WIDE_ERRORS)]
         failed = state in ("failed", "queued") and number % 2 == 0
         rows.append(
-            Job(
-                id=new_job_id(),
+            JobFactory.build(
                 name=WIDE_NAMES[number % len(WIDE_NAMES)],
                 queue=WIDE_QUEUES[number % len(WIDE_QUEUES)],
                 state=state,

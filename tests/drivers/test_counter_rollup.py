@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from tests.factories import JobCounterFactory
 from ultimat3_jobs.drivers.memory import MemoryDriver
-from ultimat3_jobs.models import JobCounter
 from ultimat3_jobs.types import COUNTER_OUTCOMES
 
 
@@ -15,7 +15,7 @@ def put_minute(driver, name: str, bucket: datetime, **counts: int) -> None:
         with driver._lock:  # test support: a past minute the settles of this test cannot make
             driver._counters[(name, "minute", bucket)] = values
     else:
-        JobCounter.objects.create(name=name, period="minute", bucket=bucket, **values)
+        JobCounterFactory(name=name, bucket=bucket, **values)
 
 
 def rows(driver, since: datetime, period: str):

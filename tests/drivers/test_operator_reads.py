@@ -18,6 +18,7 @@ from tests.drivers.support import (
     request,
     utcnow,
 )
+from tests.factories import JobCounterFactory
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX, JobDriver
 from ultimat3_jobs.errors import JobPageInvalid
 from ultimat3_jobs.types import CounterTotal, JobState, QueueStats
@@ -37,9 +38,7 @@ def add_counter(driver: JobDriver, name: str, period: str, bucket: datetime, **c
     """Write one counter row directly, as a rollup would (the statements write minute rows
     only)."""
     if driver.name == "postgres":
-        from ultimat3_jobs.models import JobCounter
-
-        JobCounter.objects.create(name=name, period=period, bucket=bucket, **counts)
+        JobCounterFactory(name=name, period=period, bucket=bucket, **counts)
     else:
         row = dict.fromkeys(("completed", "retried", "dead", "dropped", "refused", "cancelled"), 0)
         row.update(counts)

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from tests.drivers.support import HOUR, claim_one, enqueue
+from tests.factories import JobFactory
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-from ultimat3_jobs.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -60,8 +61,7 @@ def test_the_query_answers_a_backlog_with_no_worker() -> None:
     assert answer() == 0
     for _ in range(3):
         enqueue(driver, queue="emails")
-    later = enqueue(driver, queue="emails")
-    Job.objects.filter(id=later).update(run_at=Job.objects.get(id=later).run_at + HOUR)
+    JobFactory(queue="emails", run_at=timezone.now() + HOUR)
     enqueue(driver, queue="default")
     assert driver.worker_list() == []
     assert answer() == 3

@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 
 from tests.drivers.support import claim_one, enqueue, put_in_state
+from tests.factories import JobCounterFactory
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.operator.metrics import TEXT_CONTENT_TYPE, render
 from ultimat3_jobs.types import AckItem, JobState
@@ -210,11 +211,8 @@ ODD_NAMES = ['odd"name\\with\nnewline', 'x"y', "x\\y", "x\ny", "end\\", "\\n lit
 @pytest.mark.parametrize("weird", ODD_NAMES)
 def test_a_counter_name_with_quotes_backslashes_and_newlines_round_trips(weird):
     from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-    from ultimat3_jobs.models import JobCounter
 
-    JobCounter.objects.create(
-        name=weird, period="minute", bucket=datetime(2026, 1, 1, tzinfo=UTC), completed=5
-    )
+    JobCounterFactory(name=weird, bucket=datetime(2026, 1, 1, tzinfo=UTC), completed=5)
     _, series = parse(render(PostgresDriver()))
     assert value(series, "jobs_settled_total", name=weird, outcome="completed") == 5
 

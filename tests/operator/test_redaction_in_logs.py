@@ -14,7 +14,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from tests.drivers.support import attempt_error, claim_one, enqueue
+from tests.drivers.support import attempt_error, claim_one
+from tests.factories import JobFactory
 from tests.testapp.jobs import echo, secret
 from tests.worker.conftest import make_worker, wait_for
 from ultimat3_jobs.drivers import get_driver
@@ -55,8 +56,12 @@ SENTINEL = f"S3CR3T-{uuid.uuid4()}"
 def test_a_job_name_this_process_does_not_know_is_redacted_whole() -> None:
     # A job enqueued under a name no jobs.py of this process declares (renamed since): its
     # sensitive fields cannot be known, so nothing of its input, progress or result shows.
-    job_id = enqueue(get_driver(), name="billing.old_name", input_json=f'{{"note": "{SENTINEL}"}}')
-    Job.objects.filter(id=job_id).update(progress={"step": SENTINEL}, result={"receipt": SENTINEL})
+    job_id = JobFactory(
+        name="billing.old_name",
+        input={"note": SENTINEL},
+        progress={"step": SENTINEL},
+        result={"receipt": SENTINEL},
+    ).id
     text = jobs_command("show", str(job_id))
     assert SENTINEL not in text
     assert "note" not in text and "receipt" not in text

@@ -9,6 +9,7 @@ import pytest
 from django.test import override_settings
 
 from tests.outbox.processes import Processes
+from tests.support.processes import owned
 
 OTHER_STORE = {"DRIVER": "postgres", "DEFAULT_TENANT": "none", "DATABASE": "jobs"}
 """The job store on alias ``jobs``: an enqueue inside a transaction on ``default`` is staged."""
@@ -24,8 +25,4 @@ def other_store() -> Iterator[None]:
 def processes(transactional_db: None, tmp_path: Path) -> Iterator[Processes]:
     """Requests ``transactional_db`` so that it is torn down after this fixture: every
     subprocess is dead, and its sessions closed, before the tables are flushed."""
-    started = Processes(tmp_path)
-    try:
-        yield started
-    finally:
-        started.kill_all()
+    yield from owned(Processes(tmp_path))

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from django.db import connections, transaction
 from django.test import override_settings
-from django.utils import timezone
 
+from tests.factories import OutboxEntryFactory
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers import get_driver, get_outbox
@@ -158,10 +158,7 @@ def test_a_batch_the_store_refuses_goes_row_by_row_in_order() -> None:
     with transaction.atomic():
         good = [jobs.noop.enqueue() for _ in range(3)]
     # A row the job store refuses (priority outside its check constraint) in the middle.
-    bad = OutboxEntry.objects.create(
-        id=uuid.uuid4(), name="tests.noop", queue="default", run_at=timezone.now(), input={}
-    )
-    OutboxEntry.objects.filter(id=bad.id).update(priority=500)
+    bad = OutboxEntryFactory(name="tests.noop", priority=500)
     with RunningRelay() as relay:
         wait_for(lambda: relay.published_count == 3)
         wait_for(lambda: OutboxEntry.objects.get(id=bad.id).publish_attempts >= 1)

@@ -24,6 +24,7 @@ from tests.scheduler.conftest import (
     task_row,
 )
 from tests.scheduler.processes import Schedulers
+from tests.support.processes import owned
 
 LEASE = 3.0  # SCHEDULER_LEASE_SECONDS in tests.settings_scheduler
 GAP_BUDGET = LEASE + 2
@@ -39,12 +40,7 @@ FIRED_LINE = re.compile(r"jobs\.scheduler\.fired: (\S+) for (.+?) as ")
 def schedulers(transactional_db: None, tmp_path: Path) -> Iterator[Schedulers]:
     """Requests ``transactional_db`` so that it is torn down last: every subprocess is dead (and
     its sessions closed) before the tables are flushed."""
-    started = Schedulers(tmp_path)
-    try:
-        yield started
-        started.check_exit_codes()
-    finally:
-        started.kill_all()
+    yield from owned(Schedulers(tmp_path))
 
 
 def live_leader():

@@ -1,0 +1,1 @@
+"""Helpers the project's own tests share: subprocesses (``processes``)."""
