@@ -67,7 +67,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "job_nack_drop": {"id": A, "claim_token": A},
     "job_heartbeat_many": {"ids": [A], "tokens": [A], "lease_seconds": 30.0},
     "job_progress": {"id": A, "claim_token": A, "progress": "{}"},
-    "job_cancel": {"id": B},
+    "job_cancel": {"id": B, "entry": None},
     "job_requeue": {"id": B},
     "job_requeue_classify": {"id": B},
     "job_rescue_expired": {"limit": 10},

@@ -31,7 +31,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from ultimat3_jobs.admin import dashboard, queues
+from ultimat3_jobs.admin import cancel, dashboard, queues
 from ultimat3_jobs.admin.paginator import WindowPaginator
 from ultimat3_jobs.admin.permissions import (
     CANCEL_JOB,
@@ -578,7 +578,13 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ids = self._selected_ids(request, queryset)
         if not ids:
             return None
-        result = verbs.cancel_many(get_driver(), ids)
+        form = cancel.confirmed_form(request)
+        if not form.is_valid():
+            return cancel.confirmation_page(
+                self, request, queryset, ids, form, return_to_job=RETURN_TO_JOB, limit=ACTION_LIMIT
+            )
+        reason, who = form.cleaned_data["reason"], author(request.user)
+        result = verbs.cancel_many(get_driver(), ids, reason=reason, cancelled_by=who)
         self._report(request, "Cancelled", result, "already finished, or gone")
         return self._after(request, ids)
 
