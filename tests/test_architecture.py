@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
 CORE = ["types", "errors", "conf", "serialization"]
 SEAM = ["drivers", "drivers.base"]
-JOB_MODEL = ["definitions", "registry", "context", "client", "schedule"]
+JOB_MODEL = ["definitions", "registry", "context", "client", "schedule", "tracing"]
 DRIVERS = [
     "drivers.memory",
     "drivers.postgres",
