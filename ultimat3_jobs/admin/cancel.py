@@ -8,7 +8,6 @@ still records who cancelled.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django import forms
@@ -47,13 +46,13 @@ def confirmation_page(
     model_admin: Any,
     request: HttpRequest,
     queryset: QuerySet[Any],
-    ids: list[uuid.UUID],
     form: CancelForm,
     *,
     return_to_job: str,
     limit: int,
 ) -> TemplateResponse:
-    """The page asking for a reason before ``ids`` are cancelled."""
+    """The page asking for a reason before the selected jobs (``queryset``, at most ``limit``
+    listed) are cancelled; ``return_to_job`` is carried when the job's page asked."""
     jobs = list(
         queryset.order_by("-created_at", "-id").only("id", "name", "queue", "state")[:limit]
     )

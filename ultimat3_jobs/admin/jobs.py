@@ -581,7 +581,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         form = cancel.confirmed_form(request)
         if not form.is_valid():
             return cancel.confirmation_page(
-                self, request, queryset, ids, form, return_to_job=RETURN_TO_JOB, limit=ACTION_LIMIT
+                self, request, queryset, form, return_to_job=RETURN_TO_JOB, limit=ACTION_LIMIT
             )
         reason, who = form.cleaned_data["reason"], author(request.user)
         result = verbs.cancel_many(get_driver(), ids, reason=reason, cancelled_by=who)
