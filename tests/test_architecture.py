@@ -12,7 +12,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
 CORE = ["types", "errors", "conf", "serialization"]
 SEAM = ["drivers", "drivers.base"]
-JOB_MODEL = ["definitions", "registry", "context", "client", "schedule", "transactions"]
+JOB_MODEL = [
+    "definitions",
+    "registry",
+    "context",
+    "client",
+    "schedule",
+    "transactions",
+    "tracing",
+]
 DRIVERS = [
     "drivers.memory",
     "drivers.postgres",

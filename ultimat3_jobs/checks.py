@@ -11,6 +11,7 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.utils.module_loading import import_string
 
 from ultimat3_jobs.conf import Settings, get_settings, raw_setting, validate
+from ultimat3_jobs.tracing import check_traceparent_source
 
 DRIVER_CHECK_ID = "ultimat3_jobs.E010"
 STORE_VENDOR_CHECK_ID = "ultimat3_jobs.E050"
@@ -20,13 +21,18 @@ OUTBOX_UNCHECKED_ID = "ultimat3_jobs.W053"
 OUTBOX_TABLE = "x_outbox"
 OUTBOX_MIGRATION = ("ultimat3_jobs", "0002_outbox")
 HINT = "See docs/reference/settings.md."
+TRACEPARENT_CHECK_ID = "ultimat3_jobs.E060"
 
 
 @checks.register(checks.Tags.compatibility)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     problems = validate(raw_setting())
     if not problems:
-        problems = check_driver_importable(get_settings())
+        settings = get_settings()
+        problems = check_driver_importable(settings)
+        traceparent = check_traceparent_source(settings)
+        if traceparent is not None:
+            problems.append((TRACEPARENT_CHECK_ID, traceparent))
     if not problems:
         problems = check_database_vendors(get_settings())
     return [checks.Error(message, id=check_id, hint=HINT) for check_id, message in problems]

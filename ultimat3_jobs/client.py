@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.context import refuse_if_aborted
 from ultimat3_jobs.definitions import EnqueueOptions, JobCall, JobDefinition, options_from
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.base import JobDriver, write_now
@@ -26,6 +27,7 @@ from ultimat3_jobs.errors import (
     JobRunAtInvalid,
 )
 from ultimat3_jobs.serialization import encode_json
+from ultimat3_jobs.tracing import ambient_traceparent, explicit_traceparent
 from ultimat3_jobs.transactions import AfterCommits, Route, route
 from ultimat3_jobs.types import (
     PRIORITY_MAX,
@@ -40,6 +42,13 @@ IDEMPOTENCY_KEY_MAX_LENGTH = 255
 TENANT_MAX_LENGTH = 200
 DELAY_SECONDS_LIMIT = 10 * 366 * 86400.0
 _QUEUE = re.compile(QUEUE_NAME_PATTERN)
+
+
+class _Ambient:
+    """The default of ``build_request(traceparent=...)``: stamp the enqueuing code's own."""
+
+
+AMBIENT = _Ambient()
 
 
 def _queue(definition: JobDefinition, options: EnqueueOptions, settings: Settings) -> str:
@@ -201,9 +210,11 @@ def build_request(
     options: EnqueueOptions,
     *,
     settings: Settings | None = None,
+    traceparent: str | _Ambient | None = AMBIENT,
 ) -> EnqueueRequest:
     """Validate one enqueue and answer the request a driver writes. Raises a subclass of
-    :class:`~ultimat3_jobs.errors.EnqueueRefused` naming the field and the rule."""
+    :class:`~ultimat3_jobs.errors.EnqueueRefused` naming the field and the rule.
+    ``traceparent`` defaults to :func:`request_traceparent` of ``options``."""
     settings = settings or get_settings()
     if not isinstance(input, Mapping):
         raise JobInputInvalid(
@@ -222,6 +233,8 @@ def build_request(
         dict(input), max_depth=settings.input_max_depth, max_bytes=settings.input_max_bytes
     )
     tenant_id = _tenant(definition, input)
+    if isinstance(traceparent, _Ambient):
+        traceparent = request_traceparent(options, settings)
     return EnqueueRequest(
         id=new_job_id(),
         name=definition.name,
@@ -236,7 +249,16 @@ def build_request(
         lease_seconds=definition.lease_seconds,
         tenant_id=tenant_id,
         enqueued_by=enqueued_by,
+        traceparent=traceparent,
     )
+
+
+def request_traceparent(options: EnqueueOptions, settings: Settings) -> str | None:
+    """The traceparent a job enqueued now carries: the caller's (refused when malformed),
+    else the enqueuing code's own (see :mod:`ultimat3_jobs.tracing`)."""
+    if options.traceparent is not None:
+        return explicit_traceparent(options.traceparent)
+    return ambient_traceparent(settings)
 
 
 def _route(driver: JobDriver, publish: str, settings: Settings) -> Route:
@@ -274,7 +296,9 @@ def enqueue(
     definition: JobDefinition, input: Mapping[str, Any], options: EnqueueOptions
 ) -> EnqueueResult:
     """Validate and write one job. With ``on_conflict="error"`` a live duplicate raises
-    :class:`~ultimat3_jobs.errors.JobDuplicate` (nothing was written)."""
+    :class:`~ultimat3_jobs.errors.JobDuplicate` (nothing was written). Called from the body
+    of a job whose attempt was cancelled, raises :class:`~ultimat3_jobs.errors.JobAborted`."""
+    refuse_if_aborted()
     settings = get_settings()
     request = build_request(definition, input, options, settings=settings)
     driver = get_driver()
@@ -297,7 +321,10 @@ def enqueue(
 def enqueue_many(
     definition: JobDefinition, inputs: Iterable[Mapping[str, Any]], options: EnqueueOptions
 ) -> list[EnqueueResult]:
-    """Validate every input, then write them all, one statement per 1,000."""
+    """Validate every input, then write them all, one statement per 1,000. Called from the
+    body of a job whose attempt was cancelled, raises
+    :class:`~ultimat3_jobs.errors.JobAborted`."""
+    refuse_if_aborted()
     if options.on_conflict == "error":
         raise JobOptionInvalid(
             "enqueue_many answers deduped jobs and cannot raise for one of them: use "
@@ -313,10 +340,15 @@ def enqueue_many(
             rule="batch-key",
         )
     settings = get_settings()
+    traceparent = request_traceparent(options, settings)
     requests = []
     for index, input in enumerate(inputs):
         try:
-            requests.append(build_request(definition, input, options, settings=settings))
+            requests.append(
+                build_request(
+                    definition, input, options, settings=settings, traceparent=traceparent
+                )
+            )
         except JobInputInvalid as exc:
             field = f"inputs[{index}]" + (exc.field[len("input") :] if exc.field else "")
             raise type(exc)(f"inputs[{index}]: {exc.message}", field=field, rule=exc.rule) from None

@@ -51,6 +51,7 @@ RELAY_BATCH_SIZE_DEFAULT = 500
 RELAY_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
+TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -90,6 +91,7 @@ class Settings:
     relay_lease_seconds: float = RELAY_LEASE_SECONDS_DEFAULT
     scheduler_lease_seconds: float = SCHEDULER_LEASE_SECONDS_DEFAULT
     scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
+    traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -165,6 +167,12 @@ def _tenant(key: str, value: Any) -> str | None:
     )
 
 
+def _callable_path(key: str, value: Any) -> str | None:
+    if value is None or callable(value) or (isinstance(value, str) and "." in value):
+        return None
+    return _problem(key, "must be None, a callable, or the dotted path of one", value)
+
+
 SPEC: tuple[tuple[str, str, Validator], ...] = (
     # (key, check id, validator); the attribute is the key in lower case.
     ("DRIVER", "ultimat3_jobs.E010", _driver),
@@ -211,6 +219,7 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
         "ultimat3_jobs.E046",
         number(minimum=1, maximum=86400),
     ),
+    ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",

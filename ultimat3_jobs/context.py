@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ultimat3_jobs.errors import JobAborted
+
 logger = logging.getLogger("ultimat3_jobs.job")
 
 _tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -35,6 +37,38 @@ def uninstall_tenant(token: contextvars.Token[str | None]) -> None:
     _tenant.reset(token)
 
 
+_attempt: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
+    "ultimat3_jobs_attempt", default=None
+)
+
+
+def current_job() -> JobContext | None:
+    """The context of the job whose body runs here (this thread, or this asyncio task), or
+    ``None`` outside a job's body."""
+    return _attempt.get()
+
+
+def install_job(ctx: JobContext) -> contextvars.Token[JobContext | None]:
+    """Mark the current context as running ``ctx``'s body; undo with :func:`uninstall_job`."""
+    return _attempt.set(ctx)
+
+
+def uninstall_job(token: contextvars.Token[JobContext | None]) -> None:
+    _attempt.reset(token)
+
+
+def refuse_if_aborted() -> None:
+    """Raise :class:`~ultimat3_jobs.errors.JobAborted` when called from the body of a job whose
+    attempt was cancelled (by an operator, a lost lease, its timeout, or a release at
+    shutdown): such a body may write nothing more. Outside a job's body it does nothing."""
+    ctx = _attempt.get()
+    if ctx is not None and ctx.cancelled.is_set():
+        raise JobAborted(
+            f"job {ctx.name} {ctx.job_id} (attempt {ctx.attempt}) was cancelled; its body "
+            "may not enqueue: nothing was written"
+        )
+
+
 @dataclass(slots=True, kw_only=True)
 class JobContext:
     """One attempt of one job, as its body sees it.
@@ -42,6 +76,7 @@ class JobContext:
     ``cancelled`` is set when the attempt must stop (cancelled by an operator, timed out, lease
     lost, worker shutting down); a long body polls ``cancelled.is_set()`` or waits on it.
     ``progress(...)`` reports how far the body got; the worker throttles and stores it.
+    ``traceparent`` is the W3C trace context stamped when the job was enqueued, or ``None``.
     """
 
     job_id: uuid.UUID
@@ -50,6 +85,7 @@ class JobContext:
     max_attempts: int = 1
     queue: str = "default"
     tenant_id: str | None = None
+    traceparent: str | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     logger: logging.LoggerAdapter[logging.Logger] = field(init=False)
     _on_progress: Callable[[Any], None] | None = None

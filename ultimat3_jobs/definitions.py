@@ -347,6 +347,8 @@ class EnqueueOptions:
     on_conflict: OnConflict = "dedupe"
     enqueued_by: str | None = None
     publish: PublishMode = "on-commit"
+    traceparent: str | None = None
+    """A W3C traceparent to carry instead of the active span's; a malformed one is refused."""
 
 
 class JobCall:
@@ -423,6 +425,7 @@ class JobHandle:
         on_conflict: OnConflict = "dedupe",
         enqueued_by: str | None = None,
         publish: PublishMode = "on-commit",
+        traceparent: str | None = None,
     ) -> JobCall:
         """Bind per-call options: ``run_at`` (an aware datetime) or ``delay`` (seconds or a
         timedelta), ``priority`` (-100..100, higher first), ``queue``, ``idempotency_key``
@@ -431,7 +434,8 @@ class JobHandle:
         ``publish``: ``"on-commit"`` (the default: inside ``transaction.atomic()`` the job
         exists if and only if the transaction commits), ``"now"`` (write to the job store at
         once, even inside a transaction) or ``"staged"`` (always through the outbox; refused
-        outside a transaction)."""
+        outside a transaction); ``traceparent`` (a W3C trace context to carry instead of the
+        active span's)."""
         return JobCall(
             self,
             EnqueueOptions(
@@ -443,6 +447,7 @@ class JobHandle:
                 on_conflict=on_conflict,
                 enqueued_by=enqueued_by,
                 publish=publish,
+                traceparent=traceparent,
             ),
         )
 

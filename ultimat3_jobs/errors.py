@@ -22,6 +22,8 @@ The tree::
     ├── JobNotCancellable                      X_JOB_NOT_CANCELLABLE
     ├── JobNotPromotable                       X_JOB_NOT_PROMOTABLE
     ├── JobNotRemovable                        X_JOB_NOT_REMOVABLE
+    ├── CancelReasonInvalid (ValueError)       X_CANCEL_REASON_INVALID
+    ├── JobAborted                             X_ABORTED
     ├── JobPageInvalid (ValueError)            X_JOB_PAGE_INVALID
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
@@ -35,7 +37,8 @@ The tree::
     Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
     attempt whose worker was lost before it settled; SettleRefused
     (``ultimat3_jobs.SettleRefused``), of an attempt whose result or error the database refused
-    to store.
+    to store; Cancelled (``ultimat3_jobs.Cancelled``), the entry an operator's cancel leaves with
+    its reason.
 
 Each class's docstring is its default message; ``docs/reference/errors.md`` lists every code and a
 test keeps the page and this module in step.
@@ -171,6 +174,18 @@ class JobNotRemovable(JobsError):
     """A running job cannot be removed; cancel it first."""
 
     code = "X_JOB_NOT_REMOVABLE"
+
+
+class CancelReasonInvalid(JobsError, ValueError):
+    """A cancel reason must be text of at most 1,000 characters, without NUL."""
+
+    code = "X_CANCEL_REASON_INVALID"
+
+
+class JobAborted(JobsError):
+    """This job's attempt was cancelled: its body may write nothing more (no enqueue)."""
+
+    code = "X_ABORTED"
 
 
 class JobPageInvalid(JobsError, ValueError):

@@ -174,6 +174,23 @@ class Heartbeat:
         return self.renewed | self.busy
 
 
+CANCELLED_ERROR_CLASS = "ultimat3_jobs.Cancelled"
+"""The ``error_class`` of the entry a cancel with a reason (or an author) leaves in ``errors``."""
+
+
+def cancel_entry(reason: str | None, cancelled_by: str | None) -> dict[str, Any] | None:
+    """The ``errors`` entry ``job_cancel`` appends, less the row's own ``attempt``,
+    ``worker_id`` and the store's ``at``; ``None`` when there is neither reason nor author."""
+    if reason is None and cancelled_by is None:
+        return None
+    return {
+        "error_class": CANCELLED_ERROR_CLASS,
+        "message": reason or "",
+        "traceback": "",
+        "cancelled_by": cancelled_by,
+    }
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AttemptError:
     """One failed attempt, as kept in ``x_jobs.errors``."""

@@ -173,11 +173,11 @@ def test_the_buttons_follow_the_state(role_client, jobs_driver):
 
 
 def test_a_button_acts_and_comes_back_to_the_job(role_client, jobs_driver):
-    job_id = job_in_state(jobs_driver, "running")
+    job_id = job_in_state(jobs_driver, "failed")
     response = role_client("operator").post(
         CHANGELIST,
         {
-            "action": "cancel_jobs",
+            "action": "requeue_jobs",
             "_selected_action": str(job_id),
             "index": "0",
             "_return_to_job": "1",
@@ -185,8 +185,58 @@ def test_a_button_acts_and_comes_back_to_the_job(role_client, jobs_driver):
         follow=True,
     )
     assert response.redirect_chain[-1][0] == f"{CHANGELIST}{job_id}/change/"
+    assert "Requeued 1 job." in response.content.decode()
+    assert state_of(jobs_driver, job_id) is JobState.QUEUED
+
+
+def test_cancel_asks_for_a_reason_then_keeps_it_and_comes_back_to_the_job(role_client, jobs_driver):
+    job_id = job_in_state(jobs_driver, "running")
+    client = role_client("operator")
+    button = {
+        "action": "cancel_jobs",
+        "_selected_action": str(job_id),
+        "index": "0",
+        "_return_to_job": "1",
+    }
+    asked = client.post(CHANGELIST, button)
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    assert "Cancel jobs?" in html and 'name="reason"' in html
+    assert 'name="_return_to_job" value="1"' in html
+    assert state_of(jobs_driver, job_id) is JobState.RUNNING  # nothing happens before the answer
+    confirmed = {
+        "action": "cancel_jobs",
+        "_selected_action": str(job_id),
+        "post": "yes",
+        "_return_to_job": "1",
+        "reason": "  the customer asked twice  ",
+    }
+    response = client.post(CHANGELIST, confirmed, follow=True)
+    assert response.redirect_chain[-1][0] == f"{CHANGELIST}{job_id}/change/"
     assert "Cancelled 1 job." in response.content.decode()
-    assert state_of(jobs_driver, job_id) is JobState.CANCELLED
+    record = jobs_driver.job_get(job_id=job_id)
+    assert record.state is JobState.CANCELLED
+    entry = record.errors[-1]
+    assert entry["error_class"] == "ultimat3_jobs.Cancelled"
+    assert entry["message"] == "the customer asked twice"
+    assert entry["cancelled_by"] == "admin:operator"
+    assert entry["attempt"] == 1
+
+
+def test_a_cancel_reason_too_long_is_asked_again_and_nothing_moves(role_client, jobs_driver):
+    job_id = job_in_state(jobs_driver, "queued")
+    response = role_client("operator").post(
+        CHANGELIST,
+        {
+            "action": "cancel_jobs",
+            "_selected_action": str(job_id),
+            "post": "yes",
+            "reason": "x" * 1001,
+        },
+    )
+    assert response.status_code == 200
+    assert "Please correct the reason below." in response.content.decode()
+    assert state_of(jobs_driver, job_id) is JobState.QUEUED
 
 
 def test_bulk_answers_moved_and_remaining(role_client, jobs_driver):
@@ -194,7 +244,12 @@ def test_bulk_answers_moved_and_remaining(role_client, jobs_driver):
     done = job_in_state(jobs_driver, "completed")
     response = role_client("operator").post(
         CHANGELIST,
-        {"action": "cancel_jobs", "_selected_action": [*map(str, queued), str(done)], "index": 0},
+        {
+            "action": "cancel_jobs",
+            "_selected_action": [*map(str, queued), str(done)],
+            "index": 0,
+            "post": "yes",
+        },
         follow=True,
     )
     html = response.content.decode()

@@ -186,7 +186,7 @@ def test_select_across_acts_on_the_filtered_jobs_up_to_the_limit(
     ids = [job_in_state(jobs_driver, "queued", queue="across") for _ in range(3)]
     other = job_in_state(jobs_driver, "queued", queue="elsewhere")
     client = role_client("superuser")
-    data = {"action": "cancel_jobs", "select_across": "1", "index": "0"}
+    data = {"action": "cancel_jobs", "select_across": "1", "index": "0", "post": "yes"}
     data["_selected_action"] = str(ids[0])
     monkeypatch.setattr(jobs, "ACTION_LIMIT", 2)
     response = client.post(f"{CHANGELIST}?queue=across", data, follow=True)
@@ -321,7 +321,7 @@ def csrf_token(client: Client, url: str) -> str:
 def test_an_action_post_without_csrf_token_is_refused(role_client, jobs_driver):
     job_id = job_in_state(jobs_driver, "queued")
     client = role_client("superuser", enforce_csrf_checks=True)
-    data = {"action": "cancel_jobs", "_selected_action": str(job_id), "index": "0"}
+    data = {"action": "cancel_jobs", "_selected_action": str(job_id), "index": "0", "post": "yes"}
     assert client.post(CHANGELIST, data).status_code == 403
     assert state_of(jobs_driver, job_id) is JobState.QUEUED
     # The same POST with the token of the page goes through.

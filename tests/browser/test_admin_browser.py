@@ -123,6 +123,10 @@ def test_login_pause_cancel_and_see_the_chart(live_server, operator_and_data, tm
             page.check(f'input[name="_selected_action"][value="{job_id}"]')
             page.select_option('select[name="action"]', "cancel_jobs")
             page.click('button[name="index"]')
+            # The action asks for a reason first, as Django asks before a delete.
+            expect(page.locator("h1")).to_have_text("Cancel jobs?")
+            page.fill("#id_reason", "sent twice by mistake")
+            page.click('input[value="Yes, cancel them"]')
             expect(page.locator(".messagelist")).to_contain_text("Cancelled 1 job.")
             expect(page.locator("#result_list")).to_contain_text("cancelled")
             page.screenshot(path=str(tmp_path / "jobs.png"), full_page=True)

@@ -238,6 +238,21 @@ def test_cancel_one_and_many() -> None:
     assert set(Job.objects.filter(id__in=many).values_list("state", flat=True)) == {"cancelled"}
 
 
+def test_cancel_keeps_the_reason_and_who_cancelled() -> None:
+    one = jobs.echo.enqueue(n=1).id
+    assert run("cancel", str(one), "--reason", "sent by mistake").strip() == f"job {one} cancelled"
+    [entry] = Job.objects.get(id=one).errors
+    assert entry["error_class"] == "ultimat3_jobs.Cancelled"
+    assert entry["message"] == "sent by mistake"
+    assert entry["cancelled_by"].startswith("cli")
+    many = [jobs.echo.enqueue(n=n).id for n in range(2)]
+    assert run("cancel", *map(str, many), "--reason", "batch").strip() == "moved 2, remaining 0"
+    assert [Job.objects.get(id=i).errors[-1]["message"] for i in many] == ["batch", "batch"]
+    refused(
+        "X_CANCEL_REASON_INVALID", "cancel", str(jobs.echo.enqueue(n=3).id), "--reason", "x" * 1001
+    )
+
+
 def test_requeue_refuses_a_running_job_and_requeues_finished_ones() -> None:
     running = jobs.echo.enqueue(n=1).id
     get_driver().job_claim(queues=["default"], limit=1, worker_id="w", lease_seconds=30)

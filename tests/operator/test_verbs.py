@@ -21,6 +21,7 @@ from tests.testapp.models import Effect
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.errors import (
+    CancelReasonInvalid,
     JobDuplicate,
     JobNotCancellable,
     JobNotFound,
@@ -75,6 +76,39 @@ def test_cancel_finished_job_is_refused(driver, state):
 @pytest.mark.parametrize("job_id", [uuid.uuid4(), "not-a-uuid", ""])
 def test_cancel_unknown_job_is_refused(driver, job_id):
     refused(JobNotFound, "X_JOB_NOT_FOUND", verbs.cancel, driver, job_id)
+
+
+def test_cancel_keeps_its_reason_and_author_in_the_errors(driver):
+    job_id = in_state(driver, "running")
+    verbs.cancel(driver, job_id, reason="  duplicate order  ", cancelled_by="cli:ops")
+    [entry] = get(driver, job_id).errors
+    assert (entry["error_class"], entry["message"], entry["cancelled_by"]) == (
+        "ultimat3_jobs.Cancelled",
+        "duplicate order",
+        "cli:ops",
+    )
+
+
+def test_cancel_many_keeps_the_reason_on_each_job_it_moved(driver):
+    done = in_state(driver, "completed")
+    moved = [enqueue(driver) for _ in range(2)]
+    result = verbs.cancel_many(driver, [*moved, done], reason="bad batch")
+    assert result == BulkResult(moved=2, remaining=1)
+    assert [get(driver, job_id).errors[-1]["message"] for job_id in moved] == ["bad batch"] * 2
+    assert get(driver, done).errors == []
+
+
+@pytest.mark.parametrize("reason", ["x" * 1001, "nul\x00inside", 42])
+def test_an_invalid_cancel_reason_is_refused_and_nothing_moves(driver, reason):
+    job_id = enqueue(driver)
+    refused(
+        CancelReasonInvalid,
+        "X_CANCEL_REASON_INVALID",
+        lambda: verbs.cancel(driver, job_id, reason=reason),
+    )
+    with pytest.raises(CancelReasonInvalid):
+        verbs.cancel_many(driver, [job_id], reason=reason)
+    assert state_of(driver, job_id) is JobState.QUEUED
 
 
 # -- requeue ----------------------------------------------------------------------------------

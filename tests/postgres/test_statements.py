@@ -79,7 +79,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "lease_seconds": 30.0,
     },
     "job_progress": {"id": A, "claim_token": A, "progress": "{}"},
-    "job_cancel": {"id": B},
+    "job_cancel": {"id": B, "entry": None},
     "job_requeue": {"id": B},
     "job_requeue_classify": {"id": B},
     "job_rescue_expired_scan": {"limit": 10},

@@ -10,6 +10,7 @@ from typing import Any
 
 from ultimat3_jobs import Retry, Terminal, job, task
 from ultimat3_jobs.context import current_tenant
+from ultimat3_jobs.errors import JobsError
 
 
 @job(name="tests.noop", tenant="none")
@@ -236,3 +237,43 @@ def every_second(ctx: Any) -> None:
 )
 def paris_daily(ctx: Any) -> None:
     """Fires at 02:30 Paris time, a time that does not exist once a year."""
+
+
+@job(name="tests.traced", tenant="none")
+def traced(ctx: Any, **input: Any) -> str | None:
+    """Answers the traceparent its enqueue stamped."""
+    return ctx.traceparent
+
+
+REFUSED_AFTER_CANCEL: list[tuple[str, str]] = []
+"""(job id, X_* code) per enqueue a cancelled body tried, in this process."""
+
+
+def _enqueue_from_body(ctx: Any, many: bool) -> None:
+    try:
+        if many:
+            echo.enqueue_many([{"n": 1}, {"n": 2}])
+        else:
+            echo.enqueue(n=1)
+    except JobsError as exc:
+        REFUSED_AFTER_CANCEL.append((str(ctx.job_id), exc.code))
+        raise
+
+
+@job(name="tests.enqueues_after_cancel", tenant="none", retry=Retry(attempts=1))
+def enqueues_after_cancel(ctx: Any, *, many: bool = False) -> str:
+    """Waits for its cancel, then tries to enqueue as if it had not noticed."""
+    _effect(ctx, label="started")
+    ctx.cancelled.wait(30)
+    _enqueue_from_body(ctx, many)
+    return "enqueued"
+
+
+@job(name="tests.async_enqueues_after_cancel", tenant="none", retry=Retry(attempts=1))
+async def async_enqueues_after_cancel(ctx: Any, *, many: bool = False) -> str:
+    """The async twin: its refusal comes before any database call."""
+    REFUSED_AFTER_CANCEL.append((str(ctx.job_id), "started"))
+    while not ctx.cancelled.is_set():
+        await asyncio.sleep(0.02)
+    _enqueue_from_body(ctx, many)
+    return "enqueued"

@@ -50,6 +50,8 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("RELAY_LEASE_SECONDS", 0, "ultimat3_jobs.E044", "from 1 to 3600"),
     ("SCHEDULER_LEASE_SECONDS", 0.5, "ultimat3_jobs.E045", "from 1 to 3600"),
     ("SCHEDULER_MISSED_AFTER_SECONDS", 0, "ultimat3_jobs.E046", "from 1 to 86400"),
+    ("TRACEPARENT", 42, "ultimat3_jobs.E060", "must be None, a callable, or the dotted path"),
+    ("TRACEPARENT", "no_dot", "ultimat3_jobs.E060", "the dotted path of one"),
 ]
 
 

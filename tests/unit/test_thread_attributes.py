@@ -19,9 +19,25 @@ def _thread_attributes() -> set[str]:
     names = set(dir(threading.Thread))
     names |= set(vars(threading.Thread(target=lambda: None)))
     # Private names of threading.Thread across 3.12 and 3.13 (some exist on only one of them).
-    names |= {"_stop", "_started", "_target", "_args", "_kwargs", "_name", "_daemonic",
-              "_ident", "_tstate_lock", "_is_stopped", "_handle", "_invoke_excepthook",
-              "_stderr", "_initialized", "_native_id", "_wait_for_tstate_lock", "_bootstrap"}
+    names |= {
+        "_stop",
+        "_started",
+        "_target",
+        "_args",
+        "_kwargs",
+        "_name",
+        "_daemonic",
+        "_ident",
+        "_tstate_lock",
+        "_is_stopped",
+        "_handle",
+        "_invoke_excepthook",
+        "_stderr",
+        "_initialized",
+        "_native_id",
+        "_wait_for_tstate_lock",
+        "_bootstrap",
+    }
     return names
 
 

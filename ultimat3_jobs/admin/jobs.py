@@ -29,7 +29,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
-from ultimat3_jobs.admin import dashboard, job_page, queues
+from ultimat3_jobs.admin import cancel, dashboard, job_page, queues
 from ultimat3_jobs.admin.changelist import JobChangeList, JobListColumns
 from ultimat3_jobs.admin.paginator import WindowPaginator
 from ultimat3_jobs.admin.permissions import (
@@ -437,7 +437,13 @@ class JobAdmin(JobListColumns, admin.ModelAdmin):  # type: ignore[type-arg]
         ids = self._selected_ids(request, queryset)
         if not ids:
             return None
-        result = verbs.cancel_many(get_driver(), ids)
+        form = cancel.confirmed_form(request)
+        if not form.is_valid():
+            return cancel.confirmation_page(
+                self, request, queryset, form, return_to_job=RETURN_TO_JOB, limit=ACTION_LIMIT
+            )
+        reason, who = form.cleaned_data["reason"], author(request.user)
+        result = verbs.cancel_many(get_driver(), ids, reason=reason, cancelled_by=who)
         self._report(request, "Cancelled", result, "already finished, or gone")
         return self._after(request, ids)
 

@@ -271,9 +271,14 @@ class JobDriver(abc.ABC):
         lands); the caller isolates the row it refused."""
 
     @abc.abstractmethod
-    def job_cancel(self, *, job_id: uuid.UUID) -> bool:
+    def job_cancel(
+        self, *, job_id: uuid.UUID, reason: str | None = None, cancelled_by: str | None = None
+    ) -> bool:
         """Cancel a live job (``queued`` or ``running``): state ``cancelled``. A running
-        attempt's later fenced writes then miss. Answers whether the job was live."""
+        attempt's later fenced writes then miss. Answers whether the job was live. With a
+        ``reason`` or ``cancelled_by``, the job's ``errors`` gain one entry
+        (:func:`~ultimat3_jobs.types.cancel_entry` plus the row's ``attempt`` and
+        ``worker_id`` and ``at``); a job that was not live keeps its errors as they were."""
 
     @abc.abstractmethod
     def job_claim(

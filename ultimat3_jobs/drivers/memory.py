@@ -69,6 +69,7 @@ from ultimat3_jobs.types import (
     RescuedJob,
     TaskState,
     WorkerRecord,
+    cancel_entry,
 )
 
 wake_logger = logging.getLogger("ultimat3_jobs.wake")
@@ -352,12 +353,18 @@ class MemoryDriver(JobDriver):
                 log_unowned("ack", item.job_id, item.claim_token)
         return landed
 
-    def job_cancel(self, *, job_id: uuid.UUID) -> bool:
+    def job_cancel(
+        self, *, job_id: uuid.UUID, reason: str | None = None, cancelled_by: str | None = None
+    ) -> bool:
+        entry = cancel_entry(reason, cancelled_by)
         with self._lock:
             row = self._rows.get(job_id)
             if row is None or row.state not in LIVE_STATES:
                 return False
             now = self.now()
+            if entry is not None:
+                extra = {"attempt": row.attempt, "worker_id": row.worker_id}
+                row.errors.append(_normalized({**entry, **extra, "at": _json_timestamp(now)}))
             self._move(row, JobState.CANCELLED)
             row.finished_at = now
             row.lease_expires_at = None

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import (
+    CancelReasonInvalid,
     JobNotCancellable,
     JobNotFound,
     JobNotPromotable,
@@ -26,6 +28,7 @@ from ultimat3_jobs.types import LIVE_STATES, BulkResult, JobState, PauseScope
 
 RETRY_FAILED_CHUNK = 1000
 """``retry_failed`` requeues at most this many jobs per statement."""
+CANCEL_REASON_MAX_LENGTH = 1000
 
 
 def parse_job_id(value: uuid.UUID | str) -> uuid.UUID:
@@ -45,14 +48,40 @@ def _not_found(job_id: uuid.UUID) -> JobNotFound:
 # -- one job ----------------------------------------------------------------------------------
 
 
-def cancel(driver: JobDriver, job_id: uuid.UUID | str) -> None:
+def check_cancel_reason(reason: str | None) -> str | None:
+    """A cancel reason as it is kept: stripped, ``None`` when empty. Refused
+    (:class:`~ultimat3_jobs.errors.CancelReasonInvalid`): not text, longer than
+    :data:`CANCEL_REASON_MAX_LENGTH` characters, or holding a NUL."""
+    if reason is None:
+        return None
+    if not isinstance(reason, str):
+        raise CancelReasonInvalid(f"reason must be text; got {type(reason).__name__}")
+    reason = reason.strip()
+    if len(reason) > CANCEL_REASON_MAX_LENGTH or "\x00" in reason:
+        raise CancelReasonInvalid(
+            f"reason must be at most {CANCEL_REASON_MAX_LENGTH} characters without NUL; got "
+            f"{len(reason)} characters"
+        )
+    return reason or None
+
+
+def cancel(
+    driver: JobDriver,
+    job_id: uuid.UUID | str,
+    *,
+    reason: str | None = None,
+    cancelled_by: str | None = None,
+) -> None:
     """Cancel a queued or running job: it becomes ``cancelled`` at once. A running attempt
     learns it at its next lease renewal (its heartbeat misses), stops its body, and writes
-    nothing more. Refused: :class:`~ultimat3_jobs.errors.JobNotFound`,
-    :class:`~ultimat3_jobs.errors.JobNotCancellable` (already finished)."""
+    nothing more. A ``reason`` (or an author, ``cancelled_by``) is kept in the job's errors as
+    an ``ultimat3_jobs.Cancelled`` entry. Refused: :class:`~ultimat3_jobs.errors.JobNotFound`,
+    :class:`~ultimat3_jobs.errors.JobNotCancellable` (already finished),
+    :class:`~ultimat3_jobs.errors.CancelReasonInvalid`."""
     job_id = parse_job_id(job_id)
+    reason = check_cancel_reason(reason)
     for _ in range(2):
-        if driver.job_cancel(job_id=job_id):
+        if driver.job_cancel(job_id=job_id, reason=reason, cancelled_by=cancelled_by):
             return
         record = driver.job_get(job_id=job_id)
         if record is None:
@@ -132,9 +161,18 @@ def _bulk(
     return BulkResult(moved=moved, remaining=remaining)
 
 
-def cancel_many(driver: JobDriver, job_ids: Iterable[uuid.UUID | str]) -> BulkResult:
-    """:func:`cancel` each job (repeated ids count once); refuses none."""
-    return _bulk(cancel, driver, job_ids)
+def cancel_many(
+    driver: JobDriver,
+    job_ids: Iterable[uuid.UUID | str],
+    *,
+    reason: str | None = None,
+    cancelled_by: str | None = None,
+) -> BulkResult:
+    """:func:`cancel` each job (repeated ids count once), each keeping ``reason``; refuses
+    none but an invalid reason (:class:`~ultimat3_jobs.errors.CancelReasonInvalid`, before
+    any job is touched)."""
+    reason = check_cancel_reason(reason)
+    return _bulk(partial(cancel, reason=reason, cancelled_by=cancelled_by), driver, job_ids)
 
 
 def requeue_many(driver: JobDriver, job_ids: Iterable[uuid.UUID | str]) -> BulkResult:

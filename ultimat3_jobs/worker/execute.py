@@ -12,7 +12,7 @@ from django.db import close_old_connections
 
 from ultimat3_jobs.client import check_input_signature
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.context import install_tenant, uninstall_tenant
+from ultimat3_jobs.context import install_job, install_tenant, uninstall_job, uninstall_tenant
 from ultimat3_jobs.errors import EnqueueRefused, JobInputInvalid, JobUnknown, Terminal
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import AttemptError
@@ -121,6 +121,7 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     assert attempt.definition is not None
     close_old_connections()
     token = install_tenant(attempt.job.tenant_id)
+    running = install_job(attempt.ctx)
     try:
         result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
         if inspect.isawaitable(result):
@@ -131,6 +132,7 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     except Exception as exc:
         return failure(attempt, exc, worker_id=worker_id)
     finally:
+        uninstall_job(running)
         uninstall_tenant(token)
         close_old_connections()
     return finish(attempt, result, worker_id=worker_id)
@@ -149,10 +151,12 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
     token = install_tenant(attempt.job.tenant_id)
+    running = install_job(attempt.ctx)
     try:
         result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
     except Exception as exc:
         return failure(attempt, exc, worker_id=worker_id)
     finally:
+        uninstall_job(running)
         uninstall_tenant(token)
     return finish(attempt, result, worker_id=worker_id)

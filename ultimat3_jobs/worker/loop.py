@@ -212,6 +212,7 @@ class Worker:
             max_attempts=job.max_attempts,
             queue=job.queue,
             tenant_id=job.tenant_id,
+            traceparent=job.traceparent,
         )
         attempt = Attempt(job=job, definition=definition, ctx=ctx)
         ctx._on_progress = lambda value, a=attempt: self._progress(a, value)

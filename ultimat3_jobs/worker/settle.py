@@ -29,8 +29,8 @@ from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.types import AckItem, AttemptError, NackAction
 from ultimat3_jobs.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.worker.config import WorkerConfig
-from ultimat3_jobs.worker.policy import ENDINGS, Ending, after_failure
 from ultimat3_jobs.worker.execute import ERROR_MESSAGE_LIMIT, storable
+from ultimat3_jobs.worker.policy import ENDINGS, Ending, after_failure
 from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.worker.store import STORE_UNREACHABLE, refusal
 

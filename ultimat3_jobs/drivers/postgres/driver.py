@@ -72,6 +72,7 @@ from ultimat3_jobs.types import (
     RescuedJob,
     TaskState,
     WorkerRecord,
+    cancel_entry,
 )
 
 
@@ -163,8 +164,12 @@ class PostgresDriver(JobDriver):
                 log_unowned("ack", item.job_id, item.claim_token)
         return landed
 
-    def job_cancel(self, *, job_id: uuid.UUID) -> bool:
-        return bool(self._jobs.run("job_cancel", {"id": job_id}))
+    def job_cancel(
+        self, *, job_id: uuid.UUID, reason: str | None = None, cancelled_by: str | None = None
+    ) -> bool:
+        entry = cancel_entry(reason, cancelled_by)
+        params = {"id": job_id, "entry": None if entry is None else json.dumps(entry)}
+        return bool(self._jobs.run("job_cancel", params))
 
     def job_claim(
         self, *, queues: Sequence[str], limit: int, worker_id: str, lease_seconds: float

@@ -11,6 +11,7 @@ import getpass
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -188,6 +189,12 @@ class Command(BaseCommand):
                 nargs="*" if verb == "requeue" else "+",
                 help="One id (refused with its code when it cannot act), or many (counted).",
             )
+            if verb == "cancel":
+                action.add_argument(
+                    "--reason",
+                    default=None,
+                    help="Why, kept in each job's errors with who cancelled it (cli:<user>).",
+                )
             if verb == "requeue":
                 action.add_argument(
                     "--failed",
@@ -379,6 +386,10 @@ class Command(BaseCommand):
         if not job_ids:
             raise CommandError(f"{verb} needs at least one job id")
         one, many, done = JOB_VERBS[verb]
+        if verb == "cancel":
+            reason, who = options["reason"], _paused_by()
+            one = partial(verbs.cancel, reason=reason, cancelled_by=who)
+            many = partial(verbs.cancel_many, reason=reason, cancelled_by=who)
         if len(job_ids) == 1:
             acted = one(driver, job_ids[0])
             if acted is False:

@@ -264,10 +264,14 @@ returning id
 
 -- name: job_cancel
 -- Any live job. A running attempt's fenced writes stop landing at once (state is no longer
--- running), which is how its worker learns of the cancel.
+-- running), which is how its worker learns of the cancel. A given entry (the reason, who) is
+-- kept in errors beside the attempt it ended.
 with cancelled as (
     update x_jobs
-    set state = 'cancelled', finished_at = now(), lease_expires_at = null
+    set state = 'cancelled', finished_at = now(), lease_expires_at = null,
+        errors = case when %(entry)s::jsonb is null then errors
+                      else errors || jsonb_build_array(%(entry)s::jsonb || jsonb_build_object(
+                          'attempt', attempt, 'worker_id', worker_id, 'at', now())) end
     where id = %(id)s and state in ('queued', 'running')
     returning id, name
 ), counted as (

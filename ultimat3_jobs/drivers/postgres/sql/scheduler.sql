@@ -36,7 +36,7 @@ with held_lease as (
     )
     select %(id)s, %(name)s, %(queue)s, %(priority)s, now(), %(input)s::jsonb,
            %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s, %(max_attempts)s,
-           %(lease_seconds)s, null, now()
+           %(lease_seconds)s, %(traceparent)s, now()
     where %(dispatch)s and exists (select 1 from fence)
     on conflict do nothing
     returning id, queue
