@@ -15,6 +15,7 @@ duration of the block; a driver built afterwards (after ``override_settings`` of
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -27,6 +28,8 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.testing.runner import RunSummary, run_enqueued
 from ultimat3_jobs.types import EnqueueRequest, EnqueueResult
+
+logger = logging.getLogger("ultimat3_jobs.testing")
 
 
 def in_code_transaction(connection: BaseDatabaseWrapper) -> bool:
@@ -106,15 +109,25 @@ class EagerJobs:
         return result
 
     def _release(self, connection: BaseDatabaseWrapper) -> None:
+        """The code's outermost block would commit here: run every ``on_commit`` callback it
+        left, in order, as a commit would (the test's own transaction stands for autocommit).
+        That includes other callbacks than ours, such as the memory driver's hold of a job
+        enqueued in the block, which must be written before its queue runs. A rolled-back
+        savepoint took its callbacks out of ``run_on_commit``: those never run."""
         pending, self.pending = self.pending, []
-        # A rolled-back savepoint took its callbacks out of run_on_commit: those never run.
-        # The others run now, and leave run_on_commit so that nothing runs them twice.
-        registered = {id(entry[1]) for entry in connection.run_on_commit}
-        ours = {id(deferred) for deferred in pending}
-        connection.run_on_commit = [e for e in connection.run_on_commit if id(e[1]) not in ours]
-        for deferred in pending:
-            if id(deferred) in registered:
+        ours = {id(deferred): deferred for deferred in pending}
+        entries, connection.run_on_commit = connection.run_on_commit, []
+        for _sids, func, robust in entries:
+            deferred = ours.get(id(func))
+            if deferred is not None:
                 self.run(deferred.queues)
+            elif robust:
+                try:
+                    func()
+                except Exception:
+                    logger.exception("jobs.testing.on_commit_failed: %r raised", func)
+            else:
+                func()
 
 
 @contextmanager
