@@ -271,9 +271,14 @@ def enqueues_after_cancel(ctx: Any, *, many: bool = False) -> str:
 
 @job(name="tests.async_enqueues_after_cancel", tenant="none", retry=Retry(attempts=1))
 async def async_enqueues_after_cancel(ctx: Any, *, many: bool = False) -> str:
-    """The async twin: its refusal comes before any database call."""
+    """The async twin: its refusal comes before any database call. The worker cancels the task
+    of a cancelled attempt at its next ``await``; a clean-up that enqueues is refused too."""
     REFUSED_AFTER_CANCEL.append((str(ctx.job_id), "started"))
-    while not ctx.cancelled.is_set():
-        await asyncio.sleep(0.02)
+    try:
+        while not ctx.cancelled.is_set():
+            await asyncio.sleep(0.02)
+    except asyncio.CancelledError:
+        _enqueue_from_body(ctx, many)
+        raise
     _enqueue_from_body(ctx, many)
     return "enqueued"
