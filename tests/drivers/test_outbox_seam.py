@@ -255,6 +255,18 @@ def test_a_failed_publish_is_counted_kept_and_retried_after_its_pause(outbox: Ou
     assert outbox.row(job_id)["publish_attempts"] == 1
 
 
+def test_an_error_postgresql_text_cannot_hold_is_kept_readable(outbox: OutboxCase) -> None:
+    # A refusal quoting a NUL or a lone surrogate once made the record itself fail, so the
+    # relay took the row for a lost store and the rest of its batch waited for the lease.
+    job_id = outbox.stage_one()
+    outbox.claim()
+    error = "DataError: bad byte \x00 and \udc80 in the message"
+    record = outbox.outbox.outbox_record_failure
+    assert record(relay_id=RELAY, job_id=job_id, error=error, retry_seconds=60) is True
+    row = outbox.row(job_id)
+    assert row["last_error"] == "DataError: bad byte \ufffd and ? in the message"
+
+
 def test_purge_deletes_published_rows_past_their_retention_in_batches(outbox: OutboxCase) -> None:
     old, older, recent, unpublished = outbox.stage(*(request() for _ in range(4)))
     outbox.claim()

@@ -71,6 +71,14 @@ RESCUE_BATCH_DEFAULT = 500
 OUTBOX_ERROR_CHARS = 2000
 """``outbox_record_failure`` keeps this many characters of a row's error."""
 
+
+def outbox_error_text(error: str) -> str:
+    """A publish error as every outbox keeps it: text PostgreSQL can store (a NUL, or a lone
+    surrogate, would make the write itself fail), cut to :data:`OUTBOX_ERROR_CHARS`."""
+    text = error.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
+    return text[:OUTBOX_ERROR_CHARS]
+
+
 JOB_PAGE_MAX = 500
 """``job_list`` answers at most this many jobs per page."""
 
@@ -648,8 +656,8 @@ class OutboxStore(abc.ABC):
     def outbox_record_failure(
         self, *, relay_id: str, job_id: uuid.UUID, error: str, retry_seconds: float
     ) -> bool:
-        """Count a failed publish of one row, keep its error (its first
-        :data:`OUTBOX_ERROR_CHARS` characters), retry it after ``retry_seconds``. Fenced like
+        """Count a failed publish of one row, keep its error (as :func:`outbox_error_text`
+        makes it), retry it after ``retry_seconds``. Fenced like
         :meth:`outbox_mark_published`."""
 
     @abc.abstractmethod

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.db import transaction
 
-from ultimat3_jobs.drivers.base import OUTBOX_ERROR_CHARS, OutboxStore, WakeSubscription
+from ultimat3_jobs.drivers.base import OutboxStore, WakeSubscription, outbox_error_text
 from ultimat3_jobs.drivers.memory import MemoryWake
 from ultimat3_jobs.drivers.memory_commit import open_transactions
 from ultimat3_jobs.types import EnqueueRequest
@@ -125,7 +125,7 @@ class MemoryOutbox(OutboxStore):
             if entry is None:
                 return False
             entry.publish_attempts += 1
-            entry.last_error = error[:OUTBOX_ERROR_CHARS]
+            entry.last_error = outbox_error_text(error)
             entry.lease_expires_at = self.now() + timedelta(seconds=float(retry_seconds))
             return True
 

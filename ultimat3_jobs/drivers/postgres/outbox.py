@@ -15,9 +15,9 @@ from django.db import DatabaseError, connections
 
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
-    OUTBOX_ERROR_CHARS,
     OutboxStore,
     WakeSubscription,
+    outbox_error_text,
 )
 from ultimat3_jobs.drivers.postgres.driver import _as_uuid, batch_params
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
@@ -100,7 +100,7 @@ class PostgresOutbox(OutboxStore):
         params = {
             "relay_id": relay_id,
             "id": job_id,
-            "error": error[:OUTBOX_ERROR_CHARS],
+            "error": outbox_error_text(error),
             "retry_seconds": float(retry_seconds),
         }
         return bool(self._rows.run("outbox_record_failure", params))
