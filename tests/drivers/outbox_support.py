@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import pytest
 from django.db import connections
 
 from tests.drivers.support import HOUR, request, utcnow
@@ -99,7 +98,7 @@ class OutboxCase:
         return dict(row)
 
 
-def build_case(kind: str, request_: pytest.FixtureRequest) -> Iterator[OutboxCase]:
+def build_case(kind: str) -> Iterator[OutboxCase]:
     """The ``outbox`` fixture's body: ``kind`` is ``memory`` or ``postgres``."""
     case: OutboxCase
     if kind == "postgres":

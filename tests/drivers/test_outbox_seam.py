@@ -33,7 +33,7 @@ KINDS = [pytest.param("memory", id="memory"), pytest.param("postgres", id="postg
 
 @pytest.fixture(params=KINDS)
 def outbox(request: pytest.FixtureRequest) -> Iterator[OutboxCase]:
-    yield from build_case(request.param, request)
+    yield from build_case(request.param)
 
 
 def rolled_back() -> RuntimeError:
