@@ -46,18 +46,31 @@ def get_driver() -> JobDriver:
 
 
 OUTBOX_STORE_PATH = "ultimat3_jobs.drivers.postgres.outbox.PostgresOutbox"
+MEMORY_OUTBOX_PATH = "ultimat3_jobs.drivers.memory_outbox.MemoryOutbox"
 _outboxes: dict[str, OutboxStore] = {}
 
 
 def get_outbox() -> OutboxStore:
-    """The outbox on ``ULTIMAT3_JOBS['OUTBOX_DATABASE']`` (PostgreSQL), built once."""
+    """The outbox on ``ULTIMAT3_JOBS['OUTBOX_DATABASE']``, built once per alias:
+    ``PostgresOutbox`` (``x_outbox``) wherever that alias is a PostgreSQL database, whatever the
+    driver; ``MemoryOutbox`` (this process's memory, like its jobs) for the memory driver on an
+    alias of another vendor, where ``x_outbox`` cannot be."""
     alias = get_settings().outbox_database
+    path = outbox_store_path(alias)
+    key = f"{path}@{alias}"
     with _lock:
-        outbox = _outboxes.get(alias)
+        outbox = _outboxes.get(key)
         if outbox is None:
-            outbox = import_string(OUTBOX_STORE_PATH)(database=alias)
-            _outboxes[alias] = outbox
+            outbox = import_string(path)(database=alias)
+            _outboxes[key] = outbox
         return outbox
+
+
+def outbox_store_path(alias: str) -> str:
+    """The dotted path of the outbox store :func:`get_outbox` builds for ``alias``."""
+    if get_driver().name == "memory" and not import_string(OUTBOX_STORE_PATH).serves(alias):
+        return MEMORY_OUTBOX_PATH
+    return OUTBOX_STORE_PATH
 
 
 def reset_drivers() -> None:

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from ultimat3_jobs.drivers.base import (
     QUEUE_DEMAND_ROWS,
@@ -192,12 +192,16 @@ def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
     return normal
 
 
-class MemoryWake:
-    """A :class:`~ultimat3_jobs.drivers.base.WakeSubscription` of the memory driver: the
-    enqueuing thread calls ``on_wake(queue)`` right after the write, outside the driver's
-    lock. Live until closed."""
+class _Subscribers(Protocol):
+    def _unsubscribe(self, wake: MemoryWake) -> None: ...
 
-    def __init__(self, driver: MemoryDriver, on_wake: Callable[[str], None]) -> None:
+
+class MemoryWake:
+    """A :class:`~ultimat3_jobs.drivers.base.WakeSubscription` of the memory driver (and of the
+    memory outbox): the writing thread calls ``on_wake(queue)`` right after the write, outside
+    the store's lock. Live until closed."""
+
+    def __init__(self, driver: _Subscribers, on_wake: Callable[[str], None]) -> None:
         self._driver = driver
         self._on_wake = on_wake
         # Held while on_wake runs, so close() returns only once no call is in flight; reentrant

@@ -13,7 +13,12 @@ from collections.abc import Callable, Sequence
 
 from django.db import DatabaseError, connections
 
-from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK, OutboxStore, WakeSubscription
+from ultimat3_jobs.drivers.base import (
+    ENQUEUE_CHUNK,
+    OutboxStore,
+    WakeSubscription,
+    outbox_error_text,
+)
 from ultimat3_jobs.drivers.postgres.driver import _as_uuid, batch_params
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
@@ -27,12 +32,19 @@ _STAGE_SLOT = "outbox"
 class PostgresOutbox(OutboxStore):
     """The outbox on the PostgreSQL database of a Django alias."""
 
+    name = "postgres"
+
     def __init__(self, *, database: str = "default") -> None:
         self.database = database
         self._rows = OutboxEntry.objects.db_manager(database)
         self._throttle = WakeThrottle()
         self._listeners: list[QueueListener] = []
         self._lock = threading.Lock()
+
+    @classmethod
+    def serves(cls, database: str) -> bool:
+        """Only a PostgreSQL database holds ``x_outbox`` (read from its ENGINE, no connection)."""
+        return bool(connections[database].vendor == "postgresql")
 
     def outbox_stage_many(self, *, requests: Sequence[EnqueueRequest], notify: bool) -> None:
         for start in range(0, len(requests), ENQUEUE_CHUNK):
@@ -88,7 +100,7 @@ class PostgresOutbox(OutboxStore):
         params = {
             "relay_id": relay_id,
             "id": job_id,
-            "error": error[:2000],
+            "error": outbox_error_text(error),
             "retry_seconds": float(retry_seconds),
         }
         return bool(self._rows.run("outbox_record_failure", params))
