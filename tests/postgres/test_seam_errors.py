@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -19,6 +20,13 @@ from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
 from ultimat3_jobs.types import AckItem, EnqueueRequest, new_job_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_connection() -> Iterator[None]:
+    """A test that fails after killing its backend leaves no dead connection to the next."""
+    yield
+    connections["default"].close()
 
 
 def _own_backend() -> int:
