@@ -185,7 +185,7 @@ DATABASE_ERROR_NAMES = {
 def database_errors_named(path: Path) -> list[str]:
     """The ``django.db`` and ``psycopg`` exception classes a module imports or names."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    found = []
+    found: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             if node.module.split(".")[0] == "psycopg":

@@ -17,7 +17,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.outbox import PostgresOutbox
 from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
-from ultimat3_jobs.types import AckItem, EnqueueRequest, new_job_id
+from ultimat3_jobs.types import AckItem, ClaimedJob, EnqueueRequest, new_job_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,7 +54,7 @@ def _terminate(pid: int) -> None:
     assert answers == [True]
 
 
-def _claim(driver: PostgresDriver) -> list:
+def _claim(driver: PostgresDriver) -> list[ClaimedJob]:
     return driver.job_claim(queues=["default"], limit=1, worker_id="w-seam", lease_seconds=30)
 
 
@@ -106,4 +106,5 @@ def test_a_refused_write_is_told_by_its_sqlstate_not_its_row() -> None:
     assert "kept out" not in str(refused)
     assert not isinstance(refused, DatabaseError)
     # Refused, not lost: the connection still serves.
-    assert driver.job_get(job_id=uuid.UUID(str(job_id))).state == "running"
+    record = driver.job_get(job_id=uuid.UUID(str(job_id)))
+    assert record is not None and record.state == "running"
