@@ -162,3 +162,75 @@ def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
 def test_every_module_has_a_layer() -> None:
     assert {layer_of(module_name(p)) for p in MODULES} <= set(ALLOWED)
     assert len(MODULES) >= len(CORE) + len(JOB_MODEL)
+
+
+# -- database errors stay below the seam ------------------------------------------------------
+
+RUNTIME_AND_OPERATOR = ("runtime", "worker", "scheduler", "outbox", "operator")
+"""The layers that speak to the store only through the seam (``runtime`` once the worker, the
+scheduler and the relay live there)."""
+DATABASE_ERROR_NAMES = {
+    "Error",
+    "DatabaseError",
+    "OperationalError",
+    "InterfaceError",
+    "DataError",
+    "IntegrityError",
+    "ProgrammingError",
+    "InternalError",
+    "NotSupportedError",
+}
+
+
+def database_errors_named(path: Path) -> list[str]:
+    """The ``django.db`` and ``psycopg`` exception classes a module imports or names."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] == "psycopg":
+                found.extend(f"{node.module}.{alias.name}" for alias in node.names)
+            elif node.module in ("django.db", "django.db.utils"):
+                found.extend(
+                    f"{node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name in DATABASE_ERROR_NAMES
+                )
+        elif isinstance(node, ast.Import):
+            found.extend(a.name for a in node.names if a.name.split(".")[0] == "psycopg")
+        elif isinstance(node, ast.Attribute) and node.attr in DATABASE_ERROR_NAMES:
+            dotted = ast.unparse(node)
+            if dotted.startswith(("django.db.", "psycopg.", "db.", "utils.")):
+                found.append(dotted)
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if module_name(p).split(".")[0] in RUNTIME_AND_OPERATOR],
+    ids=lambda p: module_name(p),
+)
+def test_runtime_and_operator_never_name_a_database_error(path: Path) -> None:
+    """Each driver raises the seam's errors (``DriverUnavailable``, ``StoreRefused``): code
+    above the seam that caught a database's own would treat a refused row as a lost
+    connection, or miss another driver's."""
+    assert database_errors_named(path) == []
+
+
+def test_the_checker_sees_a_database_error(tmp_path: Path) -> None:
+    module = tmp_path / "loop.py"
+    module.write_text(
+        "from django.db import OperationalError, connections\n"
+        "from django.db.utils import DataError\n"
+        "import psycopg.errors\n"
+        "from psycopg import errors\n"
+        "import django.db\n"
+        "caught = (django.db.IntegrityError, django.db.models)\n"
+    )
+    assert database_errors_named(module) == [
+        "django.db.OperationalError",
+        "django.db.utils.DataError",
+        "psycopg.errors",
+        "psycopg.errors",
+        "django.db.IntegrityError",
+    ]

@@ -29,6 +29,7 @@ The tree::
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
     ├── OutboxNoTransaction                    X_OUTBOX_NO_TRANSACTION
     ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
+    ├── StoreRefused                           X_STORE_REFUSED
     └── InvariantViolated                      X_INVARIANT
 
     Job outcomes, raised by a job's body (not refusals):
@@ -216,6 +217,28 @@ class DriverUnavailable(JobsError):
     """The job store cannot be reached."""
 
     code = "X_DRIVER_UNAVAILABLE"
+
+
+class StoreRefused(JobsError):
+    """The job store refused the data of a write (a value it cannot hold, a constraint).
+
+    ``reason`` is what the store said in one line (for PostgreSQL, the error's class and
+    primary message) and ``sqlstate`` its SQLSTATE, if any: never the DETAIL or CONTEXT lines,
+    which can quote the whole row (a job's input and result). Retried as it is, the same write
+    is refused again.
+    """
+
+    code = "X_STORE_REFUSED"
+
+    def __init__(
+        self, message: str | None = None, *, reason: str = "", sqlstate: str | None = None
+    ) -> None:
+        self.reason = reason
+        self.sqlstate = sqlstate
+        if message is None and reason:
+            told = f"{reason} (SQLSTATE {sqlstate})" if sqlstate else reason
+            message = f"the job store refused the write: {told}"
+        super().__init__(message, reason=reason, sqlstate=sqlstate)
 
 
 class InvariantViolated(JobsError):

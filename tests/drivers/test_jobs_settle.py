@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import datetime
 
 import pytest
+from django.db import DatabaseError, transaction
 
 from tests.drivers.support import (
     LEASE,
@@ -21,6 +23,7 @@ from tests.drivers.support import (
     seconds_between,
     state_of,
 )
+from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.types import AckItem, JobState
 
 ERROR_KEYS = {"attempt", "error_class", "message", "traceback", "worker_id", "at"}
@@ -235,15 +238,18 @@ def test_job_settle_progress_is_fenced(driver):
 
 
 def _refusal(driver):
-    """A write the store refuses raises; on PostgreSQL it runs in a savepoint, so the test's
-    own transaction stays usable."""
-    if driver.name == "postgres":
-        from django.db import DatabaseError, transaction
+    """A write the store refuses raises the seam's ``StoreRefused`` on every driver, never a
+    database error; on PostgreSQL it runs in a savepoint, so the test's own transaction stays
+    usable."""
+    savepoint = transaction.atomic() if driver.name == "postgres" else contextlib.nullcontext()
+    return pytest.raises(StoreRefused), savepoint
 
-        return pytest.raises(DatabaseError), transaction.atomic()
-    import contextlib
 
-    return pytest.raises(ValueError), contextlib.nullcontext()
+def _told_without_the_row(caught, text):
+    refused = caught.value
+    assert refused.code == "X_STORE_REFUSED"
+    assert not isinstance(refused, DatabaseError)
+    assert refused.reason and text not in str(refused), "a refusal quotes the row it refused"
 
 
 @pytest.mark.parametrize("text", ["nul \x00 inside", "lone \ud800 surrogate"])
@@ -254,6 +260,24 @@ def test_job_nack_refuses_an_error_entry_jsonb_cannot_hold(driver, text):
     before = get(driver, job.id)
     error = attempt_error(1, error_class=f"app.{text}")
     raises, savepoint = _refusal(driver)
-    with raises, savepoint:
+    with raises as caught, savepoint:
         driver.job_nack(job_id=job.id, claim_token=job.claim_token, action="fail", error=error)
+    assert caught.value.code == "X_STORE_REFUSED"
     assert get(driver, job.id) == before
+
+
+@pytest.mark.parametrize("result", ['{"kept out": NaN}', '{"kept out": 1'])
+def test_job_ack_many_refuses_a_result_jsonb_cannot_hold(driver, result):
+    """A result the store cannot hold refuses the whole batch with ``StoreRefused``, nothing
+    written, and the refusal does not quote the row: the settler then splits the batch."""
+    job, other = _running(driver), _running(driver)
+    before = [get(driver, job.id), get(driver, other.id)]
+    items = [
+        AckItem(job_id=other.id, claim_token=other.claim_token, result_json="1"),
+        AckItem(job_id=job.id, claim_token=job.claim_token, result_json=result),
+    ]
+    raises, savepoint = _refusal(driver)
+    with raises as caught, savepoint:
+        driver.job_ack_many(items=items)
+    _told_without_the_row(caught, "kept out")
+    assert [get(driver, job.id), get(driver, other.id)] == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from typing import Any, NoReturn
 
 import pytest
 
@@ -19,9 +20,11 @@ from tests.drivers.support import (
 from tests.testapp import jobs
 from tests.testapp.models import Effect
 from tests.worker.conftest import wait_for
+from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.errors import (
     CancelReasonInvalid,
+    DriverUnavailable,
     JobDuplicate,
     JobNotCancellable,
     JobNotFound,
@@ -29,9 +32,10 @@ from ultimat3_jobs.errors import (
     JobNotRemovable,
     JobNotRequeueable,
     PauseInvalid,
+    StoreRefused,
 )
 from ultimat3_jobs.operator import verbs
-from ultimat3_jobs.types import BulkResult, JobState
+from ultimat3_jobs.types import BulkResult, JobRecord, JobState
 
 
 def in_state(driver, state: str, **overrides) -> uuid.UUID:
@@ -344,3 +348,46 @@ def test_promote_and_retry_failed_wake_listening_workers():
         assert state_of(driver, failed) is JobState.QUEUED
     finally:
         subscription.close()
+
+
+class FailingStore(MemoryDriver):
+    """A store whose every per-job operator write or read fails with ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+        self.calls = 0
+
+    def _fail(self) -> NoReturn:
+        self.calls += 1
+        raise self.error
+
+    def job_cancel(self, **_: Any) -> bool:
+        self._fail()
+
+    def job_get(self, **_: Any) -> JobRecord | None:
+        self._fail()
+
+    def job_requeue(self, **_: Any) -> None:
+        self._fail()
+
+    def job_promote(self, **_: Any) -> bool:
+        self._fail()
+
+    def job_remove(self, **_: Any) -> bool:
+        self._fail()
+
+
+@pytest.mark.parametrize("bulk", ["cancel_many", "requeue_many", "promote_many", "remove_many"])
+@pytest.mark.parametrize(
+    "error",
+    [DriverUnavailable("lost"), StoreRefused(reason="DataError: refused")],
+    ids=["unavailable", "refused"],
+)
+def test_a_bulk_verb_raises_a_store_error_instead_of_counting_every_job(bulk, error):
+    """A store error is not one job's state: the bulk verb stops and raises it, where a
+    refusal of one job (``JobNotCancellable``, ...) counts that job as remaining."""
+    store = FailingStore(error)
+    with pytest.raises(type(error)):
+        getattr(verbs, bulk)(store, [uuid.uuid4() for _ in range(3)])
+    assert store.calls == 1

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from django.db import IntegrityError, OperationalError, ProgrammingError, connection
+from django.db import connection
 from django.db.models import Count
 
 from tests.testapp import jobs
@@ -21,6 +21,7 @@ from tests.worker import bodies
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.drivers.memory import MemoryDriver
+from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
 from ultimat3_jobs.models import Job
 from ultimat3_jobs.types import AttemptError, EnqueueRequest, JobState, new_job_id
 from ultimat3_jobs.worker import WorkerConfig
@@ -77,6 +78,7 @@ def test_a_result_the_database_refuses_fails_that_job_alone(refusing_results, ma
     assert error["error_class"] == SETTLE_REFUSED
     assert error["message"].startswith("the database refused to store this attempt's result")
     assert CONSTRAINT in error["message"]
+    assert error["message"].endswith("(SQLSTATE 23514)"), "the store's own code, nothing after"
     assert "kept out" not in error["message"], "the database's DETAIL quotes the row"
     assert _runs([bad]) == {bad: 1}, "a refused result is failed, not retried"
 
@@ -111,8 +113,9 @@ def test_an_error_entry_the_database_refuses_is_replaced(make_worker):
 
 
 class RefusingStore(MemoryDriver):
-    """A memory store that refuses, as PostgreSQL would, a result holding ``refuse_me`` and an
-    error entry of class ``app.Unstorable``; and loses its connection ``drops`` times first."""
+    """A memory store that refuses, with the seam's errors as the PostgreSQL driver would, a
+    result holding ``refuse_me`` and an error entry of class ``app.Unstorable``; and loses its
+    connection ``drops`` times first."""
 
     def __init__(self, *, drops: int = 0) -> None:
         super().__init__()
@@ -123,13 +126,14 @@ class RefusingStore(MemoryDriver):
     def _maybe_drop(self) -> None:
         if self.drops > 0:
             self.drops -= 1
-            raise OperationalError("server closed the connection unexpectedly")
+            raise DriverUnavailable("OperationalError: server closed the connection unexpectedly")
 
     def job_ack_many(self, *, items):
         self.ack_writes += 1
         self._maybe_drop()
         if any(bodies.REFUSED_KEY in item.result_json for item in items):
-            raise IntegrityError(f'violates check constraint "{CONSTRAINT}"')
+            reason = f'IntegrityError: violates check constraint "{CONSTRAINT}"'
+            raise StoreRefused(reason=reason, sqlstate="23514")
         return super().job_ack_many(items=items)
 
     def job_nack(self, **kwargs):
@@ -137,7 +141,7 @@ class RefusingStore(MemoryDriver):
         self._maybe_drop()
         error = kwargs.get("error")
         if error is not None and error.error_class == "app.Unstorable":
-            raise ProgrammingError("the store cannot hold this error entry")
+            raise StoreRefused(reason="ProgrammingError: the store cannot hold this error entry")
         return super().job_nack(**kwargs)
 
 
@@ -195,7 +199,7 @@ def test_a_refused_ack_is_isolated_by_halves_and_never_retried_as_is() -> None:
     refused = store.job_get(job_id=attempts[37].job.id)
     assert refused.state == JobState.FAILED
     assert refused.errors[0]["error_class"] == SETTLE_REFUSED
-    assert CONSTRAINT in refused.errors[0]["message"]
+    assert refused.errors[0]["message"].endswith(f'"{CONSTRAINT}" (SQLSTATE 23514)')
     # One batch, split in halves down to the refused row: about 2 writes per level, not forever.
     assert store.ack_writes <= 2 * 6 + 1, store.ack_writes
 

@@ -36,7 +36,7 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
 )
 from ultimat3_jobs.drivers.memory_commit import hold_until_commit
-from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
+from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable, StoreRefused
 from ultimat3_jobs.serialization import check_json, decode_json
 from ultimat3_jobs.types import (
     COUNTER_OUTCOMES,
@@ -169,7 +169,7 @@ def _check_json(text: str, column: str) -> None:
     try:
         _JSONB_DECODER.decode(text)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{column}: not valid JSON text for jsonb: {exc}") from exc
+        raise StoreRefused(reason=f"{column}: not valid JSON text for jsonb: {exc}") from exc
 
 
 def _expired(row: _Row) -> ExpiredAttempt:
@@ -187,7 +187,10 @@ def _expired(row: _Row) -> ExpiredAttempt:
 def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
     # Through JSON and back, so an error entry reads back as jsonb would give it; what jsonb
     # refuses (NUL, a lone surrogate) is refused here too.
-    check_json(entry, root="error", max_depth=4)
+    try:
+        check_json(entry, root="error", max_depth=4)
+    except ValueError as exc:  # JobInputInvalid, naming the field and the rule
+        raise StoreRefused(reason=getattr(exc, "message", str(exc))) from exc
     normal: dict[str, Any] = json.loads(json.dumps(entry, allow_nan=False))
     return normal
 

@@ -18,11 +18,13 @@ from typing import Any
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import (
     CancelReasonInvalid,
+    DriverUnavailable,
     JobNotCancellable,
     JobNotFound,
     JobNotPromotable,
     JobNotRemovable,
     JobsError,
+    StoreRefused,
 )
 from ultimat3_jobs.types import LIVE_STATES, BulkResult, JobState, PauseScope
 
@@ -151,6 +153,8 @@ def _bulk(
     for job_id in dict.fromkeys(job_ids):
         try:
             acted = verb(driver, job_id)
+        except (DriverUnavailable, StoreRefused):
+            raise  # the store failed, not this job's state: the next ids would fail alike
         except JobsError:
             remaining += 1
             continue

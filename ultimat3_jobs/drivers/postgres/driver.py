@@ -35,6 +35,7 @@ from ultimat3_jobs.drivers.base import (
 )
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
+from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.models import (
@@ -126,8 +127,10 @@ def _due_now(request: EnqueueRequest) -> bool:
     return request.run_at is None and not request.delay_seconds
 
 
+@speaks_seam_errors
 class PostgresDriver(JobDriver):
-    """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias."""
+    """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias; raises the seam's
+    errors, never the database's (``drivers/postgres/translate.py``)."""
 
     name = "postgres"
     enqueue_joins_transaction = True

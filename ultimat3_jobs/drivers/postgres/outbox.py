@@ -21,6 +21,7 @@ from ultimat3_jobs.drivers.base import (
 )
 from ultimat3_jobs.drivers.postgres.driver import _as_uuid, batch_params
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.models import OutboxEntry
 from ultimat3_jobs.types import EnqueueRequest
@@ -29,8 +30,10 @@ OUTBOX_CHANNEL = "ultimat3_jobs_outbox"
 _STAGE_SLOT = "outbox"
 
 
+@speaks_seam_errors
 class PostgresOutbox(OutboxStore):
-    """The outbox on the PostgreSQL database of a Django alias."""
+    """The outbox on the PostgreSQL database of a Django alias; raises the seam's errors, never
+    the database's."""
 
     name = "postgres"
 
