@@ -26,6 +26,7 @@ from django.db import transaction
 from ultimat3_jobs.drivers.base import OutboxStore, WakeSubscription, outbox_error_text
 from ultimat3_jobs.drivers.memory import MemoryWake
 from ultimat3_jobs.drivers.memory_commit import open_transactions
+from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.types import EnqueueRequest
 
 
@@ -65,7 +66,11 @@ class MemoryOutbox(OutboxStore):
         with self._lock:
             for request in requests:
                 if request.id in self._entries:
-                    raise ValueError(f"x_outbox already holds a row with id {request.id}")
+                    raise StoreRefused(
+                        f"x_outbox already holds a row with id {request.id}",
+                        reason="duplicate key: x_outbox already holds that id",
+                        sqlstate="23505",
+                    )
             # created_at and the order are taken at the stage, as the INSERT takes them inside
             # the transaction: a row staged before a later one is claimed first even if its
             # transaction commits after.
