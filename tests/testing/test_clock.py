@@ -10,7 +10,7 @@ import pytest
 
 from tests.testing import jobs
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.registry import registry
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.testing import Jobs, enqueued_jobs, fire_cron, run_enqueued, travel
 
 PARIS = ZoneInfo("Europe/Paris")

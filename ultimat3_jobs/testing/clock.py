@@ -16,17 +16,18 @@ from datetime import datetime, timedelta
 from django.db.models import F
 from django.db.models.functions import Now
 
-from ultimat3_jobs.client import build_request
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.definitions import EnqueueOptions, JobDefinition
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.model.cron import idempotency_key
+from ultimat3_jobs.model.definitions import JobDefinition
+from ultimat3_jobs.model.enqueue import build_request
+from ultimat3_jobs.model.options import EnqueueOptions
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import Job
-from ultimat3_jobs.registry import registry
-from ultimat3_jobs.schedule import idempotency_key
-from ultimat3_jobs.scheduler.scheduler import plan
+from ultimat3_jobs.runtime.scheduler.scheduler import plan
 from ultimat3_jobs.testing.queries import JobRef, enqueued_jobs, job_name
 from ultimat3_jobs.types import EnqueueStatus, JobState
 
@@ -81,10 +82,10 @@ class FiredTask:
 
 def _tasks(task: JobRef | None) -> list[JobDefinition]:
     if task is None:
-        return registry.tasks()
+        return registry.crons()
     definition = registry.get(job_name(task)).definition
     if definition.schedule is None:
-        raise TypeError(f"{definition.name!r} is a job, not a cron task (declare it with @task)")
+        raise TypeError(f"{definition.name!r} is a job, not a cron task (declare it with @cron)")
     return [definition]
 
 

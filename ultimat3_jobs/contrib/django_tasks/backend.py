@@ -3,7 +3,7 @@
 Configure it in ``settings.TASKS``; any ``@task`` function then runs on ``manage.py jobs_worker``
 with retries, backoff, dead letters, crash safety and the admin::
 
-    TASKS = {"default": {"BACKEND": "ultimat3_jobs.tasks.JobsBackend",
+    TASKS = {"default": {"BACKEND": "ultimat3_jobs.contrib.django_tasks.JobsBackend",
                          "QUEUES": ["default"],
                          "OPTIONS": {"max_attempts": 5}}}
 
@@ -37,24 +37,25 @@ try:
     from django.tasks.signals import task_enqueued
 except ImportError as exc:  # Django 5.2: no Tasks framework
     raise ImproperlyConfigured(
-        "ultimat3_jobs.tasks.JobsBackend needs Django's Tasks framework (django.tasks), which "
+        "ultimat3_jobs.contrib.django_tasks.JobsBackend needs Django's Tasks framework "
+        "(django.tasks), which "
         "arrived in Django 6.0; upgrade Django or enqueue with ultimat3_jobs' @job directly"
     ) from exc
 
-from ultimat3_jobs.client import enqueue
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.definitions import (
-    EnqueueOptions,
+from ultimat3_jobs.contrib.django_tasks.bodies import async_body, sync_body
+from ultimat3_jobs.contrib.django_tasks.json_form import json_form
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.errors import EnqueueRefused, JobDeclarationInvalid
+from ultimat3_jobs.model.definitions import (
     JobDefinition,
     JobHandle,
     Retry,
     check_declaration,
 )
-from ultimat3_jobs.drivers import get_driver
-from ultimat3_jobs.errors import EnqueueRefused, JobDeclarationInvalid
-from ultimat3_jobs.registry import registry
-from ultimat3_jobs.tasks_bodies import async_body, sync_body
-from ultimat3_jobs.tasks_json import json_form
+from ultimat3_jobs.model.enqueue import enqueue
+from ultimat3_jobs.model.options import EnqueueOptions
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.types import JOB_NAME_PATTERN, QUEUE_NAME_PATTERN, JobRecord, JobState
 
 JOB_PREFIX = "django.tasks:"
@@ -238,7 +239,8 @@ class JobsBackend(BaseTaskBackend):
         if not apps.is_installed("ultimat3_jobs"):
             messages.append(
                 checks.Error(
-                    f"TASKS[{self.alias!r}] uses ultimat3_jobs.tasks.JobsBackend, but "
+                    f"TASKS[{self.alias!r}] uses "
+                    "ultimat3_jobs.contrib.django_tasks.JobsBackend, but "
                     "'ultimat3_jobs' is not in INSTALLED_APPS.",
                     id="ultimat3_jobs.E050",
                 )
