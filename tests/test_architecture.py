@@ -85,8 +85,9 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+def imports_of(path: Path, tree: ast.AST | None = None) -> list[str]:
+    if tree is None:
+        tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     package = module_name(path).rsplit(".", 1)[0] if "." in module_name(path) else ""
     if path.name == "__init__.py":
@@ -271,3 +272,64 @@ def test_every_named_function_import_exists() -> None:
     for module, function in FUNCTION_IMPORTS:
         path = PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
         assert function in {name for name, _ in function_imports(path.read_text())}
+
+
+# -- no import cycle ---------------------------------------------------------------------------
+
+
+def runtime_imports_of(path: Path) -> set[str]:
+    """Our modules ``path`` imports when it runs: everything but ``if TYPE_CHECKING:`` blocks,
+    function bodies included (a cycle hidden inside a function is still a cycle). ``from
+    package import module`` is an edge to the module, not to the package."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            node.body = [ast.Pass()]
+    targets: set[str | None] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets.update(own_module(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            package = own_module(node.module)
+            for alias in node.names:
+                submodule = own_module(f"{node.module}.{alias.name}")
+                if submodule == (
+                    alias.name if package == "__init__" else f"{package}.{alias.name}"
+                ):
+                    targets.add(submodule)
+                else:
+                    targets.add(package)
+    return {t for t in targets if t is not None and t != module_name(path)}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of ``graph`` as a path that ends where it starts, or ``[]``."""
+    done: set[str] = set()
+
+    def visit(node: str, trail: list[str]) -> list[str]:
+        if node in trail:
+            return [*trail[trail.index(node) :], node]
+        if node in done:
+            return []
+        for target in sorted(graph.get(node, ())):
+            cycle = visit(target, [*trail, node])
+            if cycle:
+                return cycle
+        done.add(node)
+        return []
+
+    for start in sorted(graph):
+        cycle = visit(start, [])
+        if cycle:
+            return cycle
+    return []
+
+
+def test_no_import_cycle() -> None:
+    graph = {module_name(p): runtime_imports_of(p) for p in MODULES}
+    assert find_cycle(graph) == []
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) == []
