@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
 
     django.setup()
 
-    from ultimat3_jobs.worker.config import WorkerConfig
-    from ultimat3_jobs.worker.run import run_worker
+    from ultimat3_jobs.runtime.process import run_worker
+    from ultimat3_jobs.runtime.worker.config import WorkerConfig
 
     logger = logging.getLogger("ultimat3_jobs")
     logger.setLevel(options.log_level)

@@ -83,7 +83,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 if django.VERSION >= (6, 0):
     TASKS = {
         "default": {
-            "BACKEND": "ultimat3_jobs.tasks.JobsBackend",
+            "BACKEND": "ultimat3_jobs.contrib.django_tasks.JobsBackend",
             "QUEUES": ["default", "math"],
             "OPTIONS": {"max_attempts": 3, "backoff_base_seconds": 0.01, "jitter": 0},
         }

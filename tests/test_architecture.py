@@ -1,5 +1,6 @@
-"""Imports run one way: surface → processes → job model → seam → core. Checked with ast over
-every module of the package, lazy (function-level) imports included."""
+"""Imports run one way: surface → operator / runtime → job model → seam → core, with the concrete
+drivers beside the seam. Checked with ast over every module of the package, TYPE_CHECKING imports
+included; no module imports inside a function (the one exception is named below)."""
 
 from __future__ import annotations
 
@@ -12,22 +13,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
 CORE = ["types", "errors", "conf", "serialization"]
 SEAM = ["drivers", "drivers.base"]
-JOB_MODEL = [
-    "definitions",
-    "registry",
-    "context",
-    "client",
-    "schedule",
-    "transactions",
-    "tracing",
-]
-DRIVERS = [
-    "drivers.memory",
-    "drivers.postgres",
-    "drivers.postgres.driver",
-    "drivers.postgres.queries",
-]
-SURFACE = ["__init__", "apps", "checks"]
+# Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
+SHIMS = ["tasks", "context", "worker"]
+SURFACE_PACKAGES = ("admin", "management", "contrib", "testing")
+SURFACE = ["__init__", "apps", "checks", "urls", "views", *SHIMS]
 
 
 def layer_of(module: str) -> str:
@@ -35,33 +24,39 @@ def layer_of(module: str) -> str:
         return "core"
     if module in SEAM:
         return "seam"
-    if module in JOB_MODEL:
-        return "job model"
-    if module.startswith(("worker", "scheduler", "outbox", "operator")):
-        return "processes"
-    if module in DRIVERS or module.startswith("drivers."):
+    if module == "model" or module.startswith("model."):
+        return "model"
+    if module.startswith("drivers."):
         return "driver"
+    if module == "runtime" or module.startswith("runtime."):
+        return "runtime"
+    if module == "operator" or module.startswith("operator."):
+        return "operator"
     if module == "models" or module.startswith("migrations"):
         return "schema"
-    return "surface"
+    if module in SURFACE or module.split(".")[0] in SURFACE_PACKAGES:
+        return "surface"
+    return "unplaced"
 
 
 # What each layer may import from the package (besides itself, per the rules below).
 ALLOWED = {
     "core": {"core"},
     "seam": {"core", "seam"},
-    "job model": {"core", "seam", "job model"},
-    "processes": {"core", "seam", "job model", "processes"},
+    "model": {"core", "seam", "model"},
+    "runtime": {"core", "seam", "model", "runtime"},
+    "operator": {"core", "seam", "model", "operator"},
     "driver": {"core", "seam", "driver", "schema"},
     "schema": {"core"},
-    "surface": {"core", "seam", "job model", "processes", "driver", "schema", "surface"},
+    "surface": {"core", "seam", "model", "runtime", "operator", "driver", "schema", "surface"},
 }
 # Django modules a layer must not touch (the database stays below the seam).
 FORBIDDEN_DJANGO = {
     "core": ("django.db", "django.apps", "django.contrib"),
     "seam": ("django.db",),
-    "job model": ("django.db.connection", "django.db.connections", "django.db.models"),
-    "processes": ("django.db.connection", "django.db.connections", "django.db.models"),
+    "model": ("django.db.connection", "django.db.connections", "django.db.models"),
+    "runtime": ("django.db.connection", "django.db.connections", "django.db.models"),
+    "operator": ("django.db.connection", "django.db.connections", "django.db.models"),
 }
 # Named exceptions, each with its reason.
 EXCEPTIONS = {
@@ -72,7 +67,14 @@ EXCEPTIONS = {
 DJANGO_EXCEPTIONS = {
     # A pool thread that ends closes the connections its job bodies opened, as Django does at
     # the end of a request (close_all touches only the calling thread's connections).
-    ("worker.pool", "django.db.connections"),
+    ("runtime.common.pool", "django.db.connections"),
+}
+# Imports inside a function, each with its reason.
+FUNCTION_IMPORTS = {
+    # Django calls AppConfig.ready once every app's models are loaded: the system checks (which
+    # read the concrete driver and the migration recorder) and the autodiscovery of each app's
+    # jobs module can only be imported then.
+    ("apps", "Ultimat3JobsConfig.ready"),
 }
 
 
@@ -83,8 +85,9 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+def imports_of(path: Path, tree: ast.AST | None = None) -> list[str]:
+    if tree is None:
+        tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     package = module_name(path).rsplit(".", 1)[0] if "." in module_name(path) else ""
     if path.name == "__init__.py":
@@ -151,8 +154,9 @@ def test_core_modules_import_only_earlier_core_modules() -> None:
 
 def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
     # The table would catch a job-model module that reached for a concrete driver.
-    assert layer_of("drivers.postgres.driver") not in ALLOWED[layer_of("client")]
-    assert layer_of("models") not in ALLOWED[layer_of("definitions")]
+    assert layer_of("drivers.postgres.driver") not in ALLOWED[layer_of("model.enqueue")]
+    assert layer_of("models") not in ALLOWED[layer_of("model.definitions")]
+    assert layer_of("runtime.worker.loop") not in ALLOWED[layer_of("model.policy")]
     assert layer_of("apps") == "surface"
     assert own_module("ultimat3_jobs.drivers.postgres.driver.PostgresDriver") == (
         "drivers.postgres.driver"
@@ -160,8 +164,175 @@ def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
 
 
 def test_every_module_has_a_layer() -> None:
-    assert {layer_of(module_name(p)) for p in MODULES} <= set(ALLOWED)
-    assert len(MODULES) >= len(CORE) + len(JOB_MODEL)
+    unplaced = [module_name(p) for p in MODULES if layer_of(module_name(p)) == "unplaced"]
+    assert unplaced == []
+    layers = {layer_of(module_name(p)) for p in MODULES}
+    assert layers == set(ALLOWED), "every layer holds at least one module"
+
+
+# -- the runtime -------------------------------------------------------------------------------
+
+RUNTIME_PARTS = ("runtime.worker", "runtime.scheduler", "runtime.relay", "runtime.common")
+
+
+def modules_under(prefix: str) -> list[Path]:
+    return [
+        p for p in MODULES if module_name(p) == prefix or module_name(p).startswith(prefix + ".")
+    ]
+
+
+@pytest.mark.parametrize("part", RUNTIME_PARTS)
+def test_the_runtime_has_its_parts(part: str) -> None:
+    assert modules_under(part), f"no module under ultimat3_jobs.{part}"
+
+
+@pytest.mark.parametrize("part", ["runtime.scheduler", "runtime.relay", "runtime.common"])
+def test_the_scheduler_relay_and_common_never_import_the_worker(part: str) -> None:
+    """The worker may be left out of a process that runs only a scheduler or a relay: what they
+    share lives in runtime.common, and runtime.process wires the three together."""
+    problems = [
+        f"{module_name(path)} imports {imported}"
+        for path in modules_under(part)
+        for imported in imports_of(path)
+        if (own_module(imported) or "").startswith("runtime.worker")
+    ]
+    assert modules_under(part)
+    assert problems == []
+
+
+def test_the_runtime_never_imports_a_concrete_driver() -> None:
+    problems = [
+        f"{module_name(path)} imports {imported}"
+        for path in modules_under("runtime")
+        for imported in imports_of(path)
+        if layer_of(own_module(imported) or "") in ("driver", "schema")
+    ]
+    assert modules_under("runtime")
+    assert problems == []
+
+
+def test_nothing_of_ours_imports_a_shim() -> None:
+    problems = [
+        f"{module_name(path)} imports the shim {own_module(imported)}"
+        for path in MODULES
+        for imported in imports_of(path)
+        if own_module(imported) in SHIMS and module_name(path) not in SHIMS
+    ]
+    assert problems == []
+
+
+# -- no imports inside functions ---------------------------------------------------------------
+
+
+def function_imports(source: str) -> list[tuple[str, str]]:
+    """(dotted function name, imported module) for each import inside a function."""
+    found: list[tuple[str, str]] = []
+
+    def visit(node: ast.AST, scope: list[str], in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and isinstance(child, ast.Import):
+                found.extend((".".join(scope), alias.name) for alias in child.names)
+            elif in_function and isinstance(child, ast.ImportFrom):
+                found.append((".".join(scope), "." * child.level + (child.module or "")))
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, [*scope, child.name], True)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, [*scope, child.name], in_function)
+            else:
+                visit(child, scope, in_function)
+
+    visit(ast.parse(source), [], False)
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_no_import_inside_a_function(path: Path) -> None:
+    """An import inside a function hides a cycle or a layer breach from the table above."""
+    me = module_name(path)
+    found = [
+        f"{me}.{function} imports {imported}"
+        for function, imported in function_imports(path.read_text())
+        if (me, function) not in FUNCTION_IMPORTS
+    ]
+    assert found == []
+
+
+def test_the_checker_sees_an_import_inside_a_function() -> None:
+    source = (
+        "import os\n"
+        "if os:\n    import sys\n"
+        "def f():\n    from ultimat3_jobs import registry\n"
+        "class C:\n    async def g(self):\n        def h():\n            import json\n"
+    )
+    assert function_imports(source) == [("f", "ultimat3_jobs"), ("C.g.h", "json")]
+
+
+def test_every_named_function_import_exists() -> None:
+    """A named exception that no longer matches anything is removed, not kept."""
+    for module, function in FUNCTION_IMPORTS:
+        path = PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+        assert function in {name for name, _ in function_imports(path.read_text())}
+
+
+# -- no import cycle ---------------------------------------------------------------------------
+
+
+def runtime_imports_of(path: Path) -> set[str]:
+    """Our modules ``path`` imports when it runs: everything but ``if TYPE_CHECKING:`` blocks,
+    function bodies included (a cycle hidden inside a function is still a cycle). ``from
+    package import module`` is an edge to the module, not to the package."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            node.body = [ast.Pass()]
+    targets: set[str | None] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets.update(own_module(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            package = own_module(node.module)
+            for alias in node.names:
+                submodule = own_module(f"{node.module}.{alias.name}")
+                if submodule == (
+                    alias.name if package == "__init__" else f"{package}.{alias.name}"
+                ):
+                    targets.add(submodule)
+                else:
+                    targets.add(package)
+    return {t for t in targets if t is not None and t != module_name(path)}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of ``graph`` as a path that ends where it starts, or ``[]``."""
+    done: set[str] = set()
+
+    def visit(node: str, trail: list[str]) -> list[str]:
+        if node in trail:
+            return [*trail[trail.index(node) :], node]
+        if node in done:
+            return []
+        for target in sorted(graph.get(node, ())):
+            cycle = visit(target, [*trail, node])
+            if cycle:
+                return cycle
+        done.add(node)
+        return []
+
+    for start in sorted(graph):
+        cycle = visit(start, [])
+        if cycle:
+            return cycle
+    return []
+
+
+def test_no_import_cycle() -> None:
+    graph = {module_name(p): runtime_imports_of(p) for p in MODULES}
+    assert find_cycle(graph) == []
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) == []
 
 
 # -- database errors stay below the seam ------------------------------------------------------

@@ -12,15 +12,16 @@ The public API::
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from ultimat3_jobs.errors import LeaseExpired, Terminal
 from ultimat3_jobs.types import EnqueueResult, JobState
 
 if TYPE_CHECKING:
-    from ultimat3_jobs.client import enqueue_by_name as enqueue
-    from ultimat3_jobs.context import JobContext
-    from ultimat3_jobs.definitions import JobHandle, Retry, job, task
+    from ultimat3_jobs.model.context import JobContext
+    from ultimat3_jobs.model.definitions import JobHandle, Retry, cron, job, task
+    from ultimat3_jobs.model.enqueue import enqueue_by_name as enqueue
 
 __all__ = [
     "EnqueueResult",
@@ -30,18 +31,21 @@ __all__ = [
     "LeaseExpired",
     "Retry",
     "Terminal",
+    "cron",
     "enqueue",
     "job",
     "task",
 ]
 
 _LAZY = {
-    "job": ("ultimat3_jobs.definitions", "job"),
-    "task": ("ultimat3_jobs.definitions", "task"),
-    "Retry": ("ultimat3_jobs.definitions", "Retry"),
-    "JobHandle": ("ultimat3_jobs.definitions", "JobHandle"),
-    "JobContext": ("ultimat3_jobs.context", "JobContext"),
-    "enqueue": ("ultimat3_jobs.client", "enqueue_by_name"),
+    "job": ("ultimat3_jobs.model.definitions", "job"),
+    "cron": ("ultimat3_jobs.model.definitions", "cron"),
+    # Deprecated alias of cron: importing it is silent, calling it warns.
+    "task": ("ultimat3_jobs.model.definitions", "task"),
+    "Retry": ("ultimat3_jobs.model.definitions", "Retry"),
+    "JobHandle": ("ultimat3_jobs.model.definitions", "JobHandle"),
+    "JobContext": ("ultimat3_jobs.model.context", "JobContext"),
+    "enqueue": ("ultimat3_jobs.model.enqueue", "enqueue_by_name"),
 }
 
 
@@ -49,8 +53,6 @@ def __getattr__(name: str) -> Any:
     # The job model reads Django settings; loading it lazily keeps `import ultimat3_jobs`
     # safe before settings are configured (INSTALLED_APPS imports the package early).
     if name in _LAZY:
-        import importlib
-
         module, attribute = _LAZY[name]
         return getattr(importlib.import_module(module), attribute)
     raise AttributeError(f"module 'ultimat3_jobs' has no attribute {name!r}")

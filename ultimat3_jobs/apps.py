@@ -7,13 +7,17 @@ from importlib import import_module
 from typing import Any
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.core.signals import setting_changed
+
+from ultimat3_jobs.conf import SETTING_NAME, reset_settings
+from ultimat3_jobs.drivers import reset_drivers
+
+# The backend's path, and the deprecated one settings may still name.
+TASKS_BACKEND_PATHS = ("ultimat3_jobs.contrib.django_tasks", "ultimat3_jobs.tasks.")
 
 
 def _on_setting_changed(*, setting: str, **_: Any) -> None:
-    from ultimat3_jobs.conf import SETTING_NAME, reset_settings
-    from ultimat3_jobs.drivers import reset_drivers
-
     if setting in (SETTING_NAME, "DATABASES"):
         reset_settings()
         reset_drivers()
@@ -27,7 +31,7 @@ class Ultimat3JobsConfig(AppConfig):
 
     def ready(self) -> None:
         from ultimat3_jobs import checks  # noqa: F401 -- registers the system checks
-        from ultimat3_jobs.registry import autodiscover
+        from ultimat3_jobs.model.registry import autodiscover
 
         setting_changed.connect(_on_setting_changed, dispatch_uid="ultimat3_jobs.settings")
         # A bad ULTIMAT3_JOBS is reported by the system checks (every problem at once) and
@@ -39,12 +43,10 @@ class Ultimat3JobsConfig(AppConfig):
 def _load_tasks_backend() -> None:
     """When ``TASKS`` uses our backend, load it now, so that every process (a worker above all)
     can resolve the jobs Django Tasks become."""
-    from django.conf import settings
-
     backends = getattr(settings, "TASKS", {}) or {}
     if any(
-        str(params.get("BACKEND", "")).startswith("ultimat3_jobs.tasks")
+        str(params.get("BACKEND", "")).startswith(TASKS_BACKEND_PATHS)
         for params in backends.values()
         if isinstance(params, dict)
     ):
-        import_module("ultimat3_jobs.tasks")
+        import_module("ultimat3_jobs.contrib.django_tasks.backend")

@@ -11,7 +11,10 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.utils.module_loading import import_string
 
 from ultimat3_jobs.conf import Settings, get_settings, raw_setting, validate
-from ultimat3_jobs.tracing import check_traceparent_source
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.model.tracing import check_traceparent_source
 
 DRIVER_CHECK_ID = "ultimat3_jobs.E010"
 STORE_VENDOR_CHECK_ID = "ultimat3_jobs.E050"
@@ -40,8 +43,6 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 def check_driver_importable(settings: Settings) -> list[tuple[str, str]]:
     """``DRIVER`` names a class that imports and is a JobDriver."""
-    from ultimat3_jobs.drivers.base import JobDriver
-
     path = settings.driver_path
     try:
         driver_class = import_string(path)
@@ -74,16 +75,12 @@ def _not_postgresql(key: str, alias: str, needs: str) -> str:
 def stages_by_default(settings: Settings) -> bool:
     """Whether an enqueue inside ``transaction.atomic(using=OUTBOX_DATABASE)`` is staged in
     ``x_outbox``: the job store does not commit with that alias."""
-    from ultimat3_jobs.drivers import get_driver
-
     return not get_driver().commits_with(settings.outbox_database)
 
 
 def check_database_vendors(settings: Settings) -> list[tuple[str, str]]:
     """The PostgreSQL driver's ``DATABASE``, and an ``OUTBOX_DATABASE`` that staging uses, are
     PostgreSQL databases. Reads the configured ENGINE only: no connection is opened."""
-    from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-
     problems = []
     driver_class = import_string(settings.driver_path)
     if issubclass(driver_class, PostgresDriver) and not _is_postgresql(settings.database):

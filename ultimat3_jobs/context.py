@@ -1,112 +1,17 @@
-"""``JobContext``: what a job's body gets as its first argument.
-
-Layer L3 (job model).
-"""
+"""Deprecated path of the job context. Use ``from ultimat3_jobs import JobContext`` and
+``ultimat3_jobs.model.context.current_tenant``."""
 
 from __future__ import annotations
 
-import contextvars
-import logging
-import threading
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+import warnings
 
-from ultimat3_jobs.errors import JobAborted
+from ultimat3_jobs.model.context import JobContext, current_job, current_tenant
 
-logger = logging.getLogger("ultimat3_jobs.job")
+__all__ = ["JobContext", "current_job", "current_tenant"]
 
-_tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "ultimat3_jobs_tenant", default=None
+warnings.warn(
+    "ultimat3_jobs.context is deprecated: import JobContext from ultimat3_jobs and "
+    "current_tenant from ultimat3_jobs.model.context",
+    DeprecationWarning,
+    stacklevel=2,
 )
-
-
-def current_tenant() -> str | None:
-    """The tenant the running job was enqueued for (its declaration's decision), or ``None``.
-    The worker installs it around the body; code the body calls can read it."""
-    return _tenant.get()
-
-
-def install_tenant(tenant_id: str | None) -> contextvars.Token[str | None]:
-    """Install a tenant for the current context; undo with ``_tenant.reset(token)``."""
-    return _tenant.set(tenant_id)
-
-
-def uninstall_tenant(token: contextvars.Token[str | None]) -> None:
-    _tenant.reset(token)
-
-
-_attempt: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
-    "ultimat3_jobs_attempt", default=None
-)
-
-
-def current_job() -> JobContext | None:
-    """The context of the job whose body runs here (this thread, or this asyncio task), or
-    ``None`` outside a job's body."""
-    return _attempt.get()
-
-
-def install_job(ctx: JobContext) -> contextvars.Token[JobContext | None]:
-    """Mark the current context as running ``ctx``'s body; undo with :func:`uninstall_job`."""
-    return _attempt.set(ctx)
-
-
-def uninstall_job(token: contextvars.Token[JobContext | None]) -> None:
-    _attempt.reset(token)
-
-
-def refuse_if_aborted() -> None:
-    """Raise :class:`~ultimat3_jobs.errors.JobAborted` when called from the body of a job whose
-    attempt was cancelled (by an operator, a lost lease, its timeout, or a release at
-    shutdown): such a body may write nothing more. Outside a job's body it does nothing."""
-    ctx = _attempt.get()
-    if ctx is not None and ctx.cancelled.is_set():
-        raise JobAborted(
-            f"job {ctx.name} {ctx.job_id} (attempt {ctx.attempt}) was cancelled; its body "
-            "may not enqueue: nothing was written"
-        )
-
-
-@dataclass(slots=True, kw_only=True)
-class JobContext:
-    """One attempt of one job, as its body sees it.
-
-    ``cancelled`` is set when the attempt must stop (cancelled by an operator, timed out, lease
-    lost, worker shutting down); a long body polls ``cancelled.is_set()`` or waits on it.
-    ``progress(...)`` reports how far the body got; the worker throttles and stores it.
-    ``traceparent`` is the W3C trace context stamped when the job was enqueued, or ``None``.
-    """
-
-    job_id: uuid.UUID
-    name: str
-    attempt: int = 1
-    max_attempts: int = 1
-    queue: str = "default"
-    tenant_id: str | None = None
-    traceparent: str | None = None
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    logger: logging.LoggerAdapter[logging.Logger] = field(init=False)
-    _on_progress: Callable[[Any], None] | None = None
-
-    def __post_init__(self) -> None:
-        self.logger = logging.LoggerAdapter(
-            logger, {"job_id": str(self.job_id), "job_name": self.name, "attempt": self.attempt}
-        )
-
-    def progress(
-        self, current: float | None = None, total: float | None = None, **extra: Any
-    ) -> None:
-        """Report progress, e.g. ``ctx.progress(40, 100, stage="upload")``. Outside a worker
-        (a direct call of the job) it is only logged."""
-        value: dict[str, Any] = {"current": current, "total": total, **extra}
-        if self._on_progress is not None:
-            self._on_progress(value)
-        else:
-            self.logger.debug("progress %s", value)
-
-    @classmethod
-    def for_direct_call(cls, name: str, **fields: Any) -> JobContext:
-        """A context for running a body outside the queue (tests, scripts)."""
-        return cls(job_id=uuid.uuid4(), name=name, **fields)

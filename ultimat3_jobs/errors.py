@@ -71,7 +71,7 @@ class JobsConfigurationError(JobsError, ImproperlyConfigured):
 
 
 class JobDeclarationInvalid(JobsError, ValueError):
-    """A @job or @task declaration is invalid."""
+    """A @job or @cron declaration is invalid."""
 
     code = "X_JOB_DECLARATION_INVALID"
 

@@ -1,4 +1,4 @@
-"""The demo's jobs, declared with ``@job``, and one cron task, declared with ``@task``.
+"""The demo's jobs, declared with ``@job``, and one cron job, declared with ``@cron``.
 
 A body takes the job's context first (``ctx.job_id``, ``ctx.attempt``, ``ctx.logger``,
 ``ctx.progress(current, total)``), then its input as keyword arguments.
@@ -11,7 +11,7 @@ import time
 from django.core.mail import send_mail
 from django.db.models import Count
 
-from ultimat3_jobs import JobContext, Retry, job, task
+from ultimat3_jobs import JobContext, Retry, cron, job
 from ultimat3_jobs.models import Job
 
 
@@ -46,12 +46,12 @@ def sync_account(ctx: JobContext, *, account_id: int, api_token: str) -> dict[st
     return {"account_id": account_id, "pages": steps}
 
 
-@task(cron="* * * * *", tz="UTC", tenant="none")
+@cron(cron="* * * * *", tz="UTC", tenant="none")
 def queue_report(ctx: JobContext) -> dict[str, int]:
     """Every minute, count the jobs waiting in each queue and log the counts.
 
     The scheduler that runs inside the demo's worker (``--with-scheduler``) fires it on the
-    minute; ``python manage.py jobs tasks`` lists it, with its next and last fire.
+    minute; ``python manage.py jobs cron`` lists it, with its next and last fire.
     """
     rows = Job.objects.filter(state="queued").values("queue").annotate(jobs=Count("id"))
     waiting = {row["queue"]: row["jobs"] for row in rows.order_by("queue")}

@@ -27,9 +27,9 @@ from django.test import Client
 from django.urls import reverse
 
 from ultimat3_jobs.models import Job
-from ultimat3_jobs.registry import registry
+from ultimat3_jobs.model.registry import registry
 
-tasks = {d.name: (d.schedule.cron, d.schedule.tz) for d in registry.tasks()}
+tasks = {d.name: (d.schedule.cron, d.schedule.tz) for d in registry.crons()}
 client = Client(HTTP_HOST="127.0.0.1")
 metrics = client.get(reverse("ultimat3_jobs:metrics"))
 page = client.get("/")

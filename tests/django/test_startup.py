@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ultimat3_jobs.registry import registry
+from ultimat3_jobs.model.registry import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -299,7 +299,12 @@ def test_promote_and_remove() -> None:
 
 @pytest.mark.parametrize(
     ("option", "scope", "target"),
-    [("--queue", "queue", "emails"), ("--job", "job", "tests.echo"), ("--task", "task", "t.x")],
+    [
+        ("--queue", "queue", "emails"),
+        ("--job", "job", "tests.echo"),
+        ("--task", "task", "t.x"),
+        ("--cron", "task", "t.y"),
+    ],
 )
 def test_pause_and_resume(option: str, scope: str, target: str) -> None:
     assert run("pause", option, target, "--reason", "deploy").strip() == f"{scope} {target} paused"
@@ -319,7 +324,7 @@ def test_pause_needs_exactly_one_target() -> None:
     refused("X_PAUSE_INVALID", "pause", "--queue", "")
 
 
-# -- stats and tasks --------------------------------------------------------------------------
+# -- stats and cron ---------------------------------------------------------------------------
 
 
 def test_stats() -> None:
@@ -394,10 +399,19 @@ def test_stats_with_nothing() -> None:
     assert run_json("stats")["queues"] == []
 
 
-def test_tasks_still_lists_cron_tasks() -> None:
-    names = [row["name"] for row in run_json("tasks")]
+def test_cron_lists_cron_jobs() -> None:
+    names = [row["name"] for row in run_json("cron")]
     assert "tests.every_second" in names
-    assert "TASK" in run("tasks")
+    assert "NAME" in run("cron")
+
+
+def test_tasks_is_a_deprecated_alias_of_cron() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("jobs", "tasks", "--json", stdout=out, stderr=err)
+    assert [row["name"] for row in json.loads(out.getvalue())] == [
+        row["name"] for row in run_json("cron")
+    ]
+    assert err.getvalue().strip() == "'jobs tasks' is deprecated: use 'jobs cron'"
 
 
 # -- exit status ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.errors import JobOptionInvalid, OutboxNoTransaction
 from ultimat3_jobs.models import Job, OutboxEntry
-from ultimat3_jobs.outbox import Relay, RelayConfig
+from ultimat3_jobs.runtime.relay import Relay, RelayConfig
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "jobs"])
 

@@ -21,7 +21,7 @@ from django.db.backends.signals import connection_created
 
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
-from ultimat3_jobs.outbox import Relay, RelayConfig
+from ultimat3_jobs.runtime.relay import Relay, RelayConfig
 
 RELAY_THREAD = "jobs-relay-test"
 WARM_UP_SECONDS = 8.0

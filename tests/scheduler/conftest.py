@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from ultimat3_jobs import task
-from ultimat3_jobs.definitions import JobHandle
+from ultimat3_jobs import cron as cron_job
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-from ultimat3_jobs.registry import Registry, registry
-from ultimat3_jobs.scheduler import Scheduler, SchedulerConfig
-from ultimat3_jobs.scheduler.scheduler import LEADER_NAME
+from ultimat3_jobs.model.definitions import JobHandle
+from ultimat3_jobs.model.registry import Registry, registry
+from ultimat3_jobs.runtime.scheduler import Scheduler, SchedulerConfig
+from ultimat3_jobs.runtime.scheduler.scheduler import LEADER_NAME
 
 FAST_LEASE = 3.0
 """A lease short enough for failovers to play out in seconds (renewed every second)."""
@@ -96,9 +96,9 @@ def _task_body(ctx: Any) -> None:
 
 
 def make_task(name: str, cron: str, *, tz: str = "UTC", **options: Any) -> JobHandle:
-    """Declare a task for one test only: declared (and checked) by ``@task``, then taken out of
+    """Declare a task for one test only: declared (and checked) by ``@cron``, then taken out of
     the project's registry again, so that only a Scheduler given it knows it."""
-    handle = task(name=name, cron=cron, tz=tz, tenant="none", **options)(_task_body)
+    handle = cron_job(name=name, cron=cron, tz=tz, tenant="none", **options)(_task_body)
     registry.unregister(name)
     return handle
 

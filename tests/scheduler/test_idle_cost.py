@@ -13,7 +13,7 @@ import pytest
 from django.db.backends.signals import connection_created
 
 from tests.scheduler.conftest import make_task, registry_of
-from ultimat3_jobs.scheduler import SchedulerConfig
+from ultimat3_jobs.runtime.scheduler import SchedulerConfig
 
 THREAD_NAME = "test-scheduler-idle"
 WINDOW_SECONDS = 60.0

@@ -1,6 +1,6 @@
 """The Scheduler in this process, on threads, against PostgreSQL: it fires each occurrence
 once, one scheduler leads, a follower takes over, catch-up policies after downtime, new tasks,
-pauses, and ``jobs tasks``."""
+pauses, and ``jobs cron``."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from tests.scheduler.conftest import (
 )
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-from ultimat3_jobs.registry import registry
-from ultimat3_jobs.schedule import idempotency_key
+from ultimat3_jobs.model.cron import idempotency_key
+from ultimat3_jobs.model.registry import registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -226,12 +226,12 @@ def test_a_new_task_starts_from_now_while_a_known_one_catches_up(make_scheduler)
 
 def tasks_json() -> dict[str, dict]:
     out = io.StringIO()
-    call_command("jobs", "tasks", "--json", stdout=out)
+    call_command("jobs", "cron", "--json", stdout=out)
     return {row["name"]: row for row in json.loads(out.getvalue())}
 
 
 def test_a_paused_task_keeps_its_watermark_and_resumes_by_its_policy(make_scheduler, monkeypatch):
-    monkeypatch.setattr("ultimat3_jobs.scheduler.scheduler.PAUSED_RECHECK_SECONDS", 0.3)
+    monkeypatch.setattr("ultimat3_jobs.runtime.scheduler.scheduler.PAUSED_RECHECK_SECONDS", 0.3)
     cron, now = once_a_minute_far_from_now()
     handle = make_task("tests.sched.pausable", cron, catch_up="run-once")
     down_since = now - timedelta(minutes=10, seconds=5)
@@ -260,7 +260,7 @@ def test_a_paused_task_keeps_its_watermark_and_resumes_by_its_policy(make_schedu
 def test_pausing_a_running_task_holds_its_occurrences_until_resumed(make_scheduler, monkeypatch):
     """Paused for a few seconds, under ``missed_after`` (60 s): the held occurrences are late,
     not missed, so the resume fires each of them once."""
-    monkeypatch.setattr("ultimat3_jobs.scheduler.scheduler.PAUSED_RECHECK_SECONDS", 0.3)
+    monkeypatch.setattr("ultimat3_jobs.runtime.scheduler.scheduler.PAUSED_RECHECK_SECONDS", 0.3)
     running = make_scheduler("pause-live")
     wait_fired(EVERY_SECOND, 2)
     driver = PostgresDriver()
@@ -282,7 +282,7 @@ def test_pausing_a_running_task_holds_its_occurrences_until_resumed(make_schedul
     assert_every_second_once(instants)
 
 
-# -- jobs tasks --json ------------------------------------------------------------------------
+# -- jobs cron --json -------------------------------------------------------------------------
 
 
 def test_jobs_tasks_json_shows_next_fire_last_fire_and_pause(make_scheduler):
@@ -296,7 +296,7 @@ def test_jobs_tasks_json_shows_next_fire_last_fire_and_pause(make_scheduler):
     jobs = fired(EVERY_SECOND)
 
     rows = tasks_json()
-    assert set(rows) == {t.name for t in registry.tasks()}
+    assert set(rows) == {t.name for t in registry.crons()}
     every = rows[EVERY_SECOND]
     assert (every["cron"], every["tz"], every["catch_up"]) == ("* * * * * *", "UTC", "skip")
     assert datetime.fromisoformat(every["last_fire"]) == jobs[-1].occurrence
@@ -321,11 +321,11 @@ def test_jobs_tasks_json_shows_next_fire_last_fire_and_pause(make_scheduler):
     assert rows[EVERY_SECOND]["paused"] is False
 
 
-def test_jobs_tasks_table():
+def test_jobs_cron_table():
     out = io.StringIO()
-    call_command("jobs", "tasks", stdout=out)
+    call_command("jobs", "cron", stdout=out)
     lines = out.getvalue().splitlines()
-    header = ("TASK", "CRON", "TZ", "CATCH-UP", "NEXT FIRE", "LAST FIRE", "PAUSED")
+    header = ("NAME", "CRON", "TZ", "CATCH-UP", "NEXT FIRE", "LAST FIRE", "PAUSED")
     assert [cell.strip() for cell in lines[0].split("  ") if cell.strip()] == list(header)
     assert any(line.startswith(EVERY_SECOND) and line.rstrip().endswith("no") for line in lines)
 

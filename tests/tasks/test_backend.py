@@ -21,9 +21,9 @@ from django.utils import timezone  # noqa: E402
 
 from tests.testapp import tasks  # noqa: E402
 from tests.worker.conftest import wait_for  # noqa: E402
+from ultimat3_jobs.contrib.django_tasks.backend import JobsBackend  # noqa: E402
 from ultimat3_jobs.errors import JobInputInvalid  # noqa: E402
 from ultimat3_jobs.models import Job  # noqa: E402
-from ultimat3_jobs.tasks import JobsBackend  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # The suite's backend, without the retries its OPTIONS configure.
 WITHOUT_RETRY_OPTIONS = {
     "default": {
-        "BACKEND": "ultimat3_jobs.tasks.JobsBackend",
+        "BACKEND": "ultimat3_jobs.contrib.django_tasks.JobsBackend",
         "QUEUES": ["default", "math"],
         "OPTIONS": {"backoff_base_seconds": 0.01, "jitter": 0},
     }

@@ -37,7 +37,10 @@ def test_without_django_tasks_the_backend_is_refused_clearly() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "refused: ultimat3_jobs.tasks.JobsBackend needs Django's Tasks framework" in done.stdout
+    assert (
+        "refused: ultimat3_jobs.contrib.django_tasks.JobsBackend needs Django's Tasks framework"
+        in done.stdout
+    )
     assert "Django 6.0" in done.stdout
 
 

@@ -8,9 +8,9 @@ import socket
 import time
 from typing import Any
 
-from ultimat3_jobs import Retry, Terminal, job, task
-from ultimat3_jobs.context import current_tenant
+from ultimat3_jobs import Retry, Terminal, cron, job
 from ultimat3_jobs.errors import JobsError
+from ultimat3_jobs.model.context import current_tenant
 
 
 @job(name="tests.noop", tenant="none")
@@ -223,12 +223,12 @@ def fails_once_slowly(ctx: Any, *, seconds: float) -> int:
     return ctx.attempt
 
 
-@task(name="tests.every_second", cron="* * * * * *", tz="UTC", tenant="none")
+@cron(name="tests.every_second", cron="* * * * * *", tz="UTC", tenant="none")
 def every_second(ctx: Any) -> None:
     """Fires every second while a scheduler leads."""
 
 
-@task(
+@cron(
     name="tests.paris_daily",
     cron="30 2 * * *",
     tz="Europe/Paris",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ultimat3_jobs import Retry, Terminal, job, task
-from ultimat3_jobs.context import current_tenant
-from ultimat3_jobs.registry import registry
+from ultimat3_jobs import Retry, Terminal, cron, job
+from ultimat3_jobs.model.context import current_tenant
+from ultimat3_jobs.model.registry import registry
 
 CALLS: list[tuple[str, Any]] = []
 """(job name, what the body saw) per body run in this process."""
@@ -96,14 +96,14 @@ def hooked(ctx: Any) -> None:
     CALLS.append(("testing.hooked", None))
 
 
-@task(
+@cron(
     name="testing.nightly", cron="0 3 * * *", tz="Europe/Paris", catch_up="run-once", tenant="none"
 )
 def nightly(ctx: Any) -> None:
     CALLS.append(("testing.nightly", None))
 
 
-@task(name="testing.hourly", cron="0 * * * *", tz="UTC", catch_up="all", tenant="none")
+@cron(name="testing.hourly", cron="0 * * * *", tz="UTC", catch_up="all", tenant="none")
 def hourly(ctx: Any) -> None:
     CALLS.append(("testing.hourly", None))
 

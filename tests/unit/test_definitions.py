@@ -11,9 +11,9 @@ import pytest
 from django.test import override_settings
 
 from ultimat3_jobs import Retry, job
-from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.errors import JobDeclarationInvalid, JobNameDuplicate, JobTenantRequired
-from ultimat3_jobs.registry import registry
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.registry import registry
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ import uuid
 import pytest
 
 from tests.testapp import jobs
-from ultimat3_jobs.registry import Registry, registry
+from ultimat3_jobs.model.policy import ENDINGS, after_failure, rescue_policy
+from ultimat3_jobs.model.registry import Registry, registry
 from ultimat3_jobs.types import ExpiredAttempt, FailureDecision
-from ultimat3_jobs.worker.policy import ENDINGS, after_failure, rescue_policy
 
 
 def test_attempts_left_retry_after_the_jobs_own_backoff() -> None:

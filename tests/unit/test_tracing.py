@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ultimat3_jobs.errors import JobOptionInvalid
-from ultimat3_jobs.tracing import check_traceparent, explicit_traceparent
+from ultimat3_jobs.model.tracing import check_traceparent, explicit_traceparent
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN = "00f067aa0ba902b7"

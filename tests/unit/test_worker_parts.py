@@ -9,11 +9,11 @@ import uuid
 from datetime import UTC, datetime
 from functools import partial
 
-from ultimat3_jobs.context import JobContext
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.runtime.common.backoff import IdleBackoff
+from ultimat3_jobs.runtime.common.pool import BodyPool
+from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.types import ClaimedJob
-from ultimat3_jobs.worker.attempt import Attempt
-from ultimat3_jobs.worker.backoff import IdleBackoff
-from ultimat3_jobs.worker.pool import BodyPool
 
 
 def make_attempt() -> Attempt:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.testapp.jobs import SETTLED
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-from ultimat3_jobs.worker import Worker, WorkerConfig
+from ultimat3_jobs.runtime.worker import Worker, WorkerConfig
 
 FAST = {
     "queues": ("default", "math"),

@@ -8,8 +8,8 @@ import pytest
 from tests.testapp import jobs
 from tests.testapp.models import Effect
 from tests.worker.conftest import wait_for
-from ultimat3_jobs.context import current_job
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.model.context import current_job
 from ultimat3_jobs.models import Job
 from ultimat3_jobs.operator import verbs
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.drivers.memory import MemoryDriver
-from ultimat3_jobs.registry import Registry
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.policy import rescue_policy
+from ultimat3_jobs.model.registry import Registry
+from ultimat3_jobs.runtime.worker import WorkerConfig
+from ultimat3_jobs.runtime.worker.attempt import Attempt
+from ultimat3_jobs.runtime.worker.maintenance import Maintenance
 from ultimat3_jobs.types import EnqueueRequest, Heartbeat, new_job_id
-from ultimat3_jobs.worker import WorkerConfig
-from ultimat3_jobs.worker.attempt import Attempt
-from ultimat3_jobs.worker.maintenance import Maintenance
-from ultimat3_jobs.worker.policy import rescue_policy
 
 LEASE = 60.0
 

@@ -16,7 +16,7 @@ from tests.testapp.models import Effect
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.models import Job, JobWorker
 
-TIMED_OUT = "ultimat3_jobs.worker.execute.JobTimedOut"
+TIMED_OUT = "ultimat3_jobs.runtime.worker.execute.JobTimedOut"
 
 
 class SilentServer:

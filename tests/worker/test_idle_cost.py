@@ -14,7 +14,7 @@ from django.db.backends.signals import connection_created
 
 from tests.worker.conftest import RunningWorker
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-from ultimat3_jobs.worker import Worker, WorkerConfig
+from ultimat3_jobs.runtime.worker import Worker, WorkerConfig
 
 WARM_UP_SECONDS = 8.0
 WINDOW_SECONDS = 30.0

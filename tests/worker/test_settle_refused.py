@@ -19,15 +19,15 @@ from tests.testapp import jobs
 from tests.testapp.models import Effect
 from tests.worker import bodies
 from tests.worker.conftest import wait_for
-from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
+from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.models import Job
+from ultimat3_jobs.runtime.common.pool import BodyPool
+from ultimat3_jobs.runtime.worker import WorkerConfig
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.settle import Settler
 from ultimat3_jobs.types import AttemptError, EnqueueRequest, JobState, new_job_id
-from ultimat3_jobs.worker import WorkerConfig
-from ultimat3_jobs.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.worker.pool import BodyPool
-from ultimat3_jobs.worker.settle import Settler
 
 CONSTRAINT = "tests_refuses_a_result"
 SETTLE_REFUSED = "ultimat3_jobs.SettleRefused"

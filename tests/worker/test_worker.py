@@ -161,7 +161,7 @@ def test_a_run_past_its_timeout_is_cancelled_then_failed(make_worker, cooperativ
     make_worker()
     wait_for(lambda: state(result.id) == "failed", timeout=5)
     row = Job.objects.get(id=result.id)
-    assert row.errors[-1]["error_class"] == "ultimat3_jobs.worker.execute.JobTimedOut"
+    assert row.errors[-1]["error_class"] == "ultimat3_jobs.runtime.worker.execute.JobTimedOut"
     assert row.result is None
 
 

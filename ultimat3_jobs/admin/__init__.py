@@ -1,5 +1,5 @@
 """The Django admin of ultimat3-jobs: jobs (with an action per operator verb), pauses, workers,
-cron tasks, the queues page and the dashboard. Django's admin autodiscovery imports this
+cron jobs, the queues page and the dashboard. Django's admin autodiscovery imports this
 package; importing its modules registers them on ``django.contrib.admin.site``.
 
 Layer: surface. The admin holds no logic of its own: it reads through the ORM and
@@ -9,9 +9,9 @@ on the driver :func:`~ultimat3_jobs.drivers.get_driver` answers.
 
 from __future__ import annotations
 
+from ultimat3_jobs.admin.cron import CronAdmin
 from ultimat3_jobs.admin.jobs import JobAdmin
 from ultimat3_jobs.admin.pauses import JobPauseAdmin
-from ultimat3_jobs.admin.tasks import SchedulerTaskAdmin
 from ultimat3_jobs.admin.workers import JobWorkerAdmin
 
-__all__ = ["JobAdmin", "JobPauseAdmin", "JobWorkerAdmin", "SchedulerTaskAdmin"]
+__all__ = ["CronAdmin", "JobAdmin", "JobPauseAdmin", "JobWorkerAdmin"]

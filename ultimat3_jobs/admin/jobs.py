@@ -45,10 +45,10 @@ from ultimat3_jobs.admin.permissions import (
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import JobNotFound
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import Job
 from ultimat3_jobs.operator import introspection, verbs
 from ultimat3_jobs.operator.redaction import disclosure, key_searchable_names
-from ultimat3_jobs.registry import registry
 from ultimat3_jobs.types import FINISHED_STATES, LIVE_STATES, BulkResult, JobState
 
 ACTION_LIMIT = 1000

@@ -23,7 +23,7 @@ REQUEUE_JOB = "ultimat3_jobs.requeue_job"
 PROMOTE_JOB = "ultimat3_jobs.promote_job"
 REMOVE_JOB = "ultimat3_jobs.remove_job"
 PAUSE_QUEUE = "ultimat3_jobs.pause_queue"
-"""Pause and resume queues, job names and tasks."""
+"""Pause and resume queues, job names and cron jobs."""
 
 
 def has(user: Any, permission: str) -> bool:
@@ -44,7 +44,7 @@ def author(user: Any) -> str:
 
 
 class OperatorRecordsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Records the operator looks at but never edits by form (pauses, workers, tasks): seen by
+    """Records the operator looks at but never edits by form (pauses, workers, cron jobs): seen by
     anyone who may see jobs or pause queues, on the job store's database."""
 
     show_facets = admin.ShowFacets.NEVER

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ultimat3_jobs.registry import Registry, registry
+from ultimat3_jobs.model.registry import Registry, registry
 
 REDACTED = "[redacted]"
 """What a redacted value reads as."""

@@ -24,7 +24,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ultimat3_jobs.testing.clock import FiredTask, fire_cron, travel
+    from ultimat3_jobs.testing.clock import FiredCron, fire_cron, travel
     from ultimat3_jobs.testing.eager import EagerJobs, eager_jobs
     from ultimat3_jobs.testing.helper import Jobs
     from ultimat3_jobs.testing.queries import (
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EagerJobs",
     "EnqueuedJob",
-    "FiredTask",
+    "FiredCron",
     "Jobs",
     "RunSummary",
     "assert_enqueued",
@@ -53,7 +53,7 @@ __all__ = [
 _LAZY = {
     "EagerJobs": "eager",
     "EnqueuedJob": "queries",
-    "FiredTask": "clock",
+    "FiredCron": "clock",
     "Jobs": "helper",
     "RunSummary": "runner",
     "assert_enqueued": "queries",

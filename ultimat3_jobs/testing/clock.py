@@ -1,4 +1,4 @@
-"""Time in tests: :func:`travel` makes delayed jobs due, :func:`fire_cron` fires cron tasks.
+"""Time in tests: :func:`travel` makes delayed jobs due, :func:`fire_cron` fires cron jobs.
 
 Due times compare against the store's clock (PostgreSQL's ``now()``), which a test cannot
 freeze. So instead of moving the clock, :func:`travel` moves the jobs: every queued job that is
@@ -16,17 +16,18 @@ from datetime import datetime, timedelta
 from django.db.models import F
 from django.db.models.functions import Now
 
-from ultimat3_jobs.client import build_request
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.definitions import EnqueueOptions, JobDefinition
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.model.cron import idempotency_key
+from ultimat3_jobs.model.definitions import JobDefinition
+from ultimat3_jobs.model.enqueue import build_request
+from ultimat3_jobs.model.options import EnqueueOptions
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import Job
-from ultimat3_jobs.registry import registry
-from ultimat3_jobs.schedule import idempotency_key
-from ultimat3_jobs.scheduler.scheduler import plan
+from ultimat3_jobs.runtime.scheduler.scheduler import plan
 from ultimat3_jobs.testing.queries import JobRef, enqueued_jobs, job_name
 from ultimat3_jobs.types import EnqueueStatus, JobState
 
@@ -69,44 +70,44 @@ def travel(by: float | timedelta, *, driver: JobDriver | None = None) -> list[uu
 
 
 @dataclass(frozen=True, slots=True)
-class FiredTask:
+class FiredCron:
     """One occurrence :func:`fire_cron` dealt with: the job it enqueued (``created``), or the
     live job that already held the occurrence's key (``deduped``)."""
 
-    task: str
+    name: str
     occurrence: datetime
     job_id: uuid.UUID
     status: EnqueueStatus
 
 
-def _tasks(task: JobRef | None) -> list[JobDefinition]:
-    if task is None:
-        return registry.tasks()
-    definition = registry.get(job_name(task)).definition
+def _crons(job: JobRef | None) -> list[JobDefinition]:
+    if job is None:
+        return registry.crons()
+    definition = registry.get(job_name(job)).definition
     if definition.schedule is None:
-        raise TypeError(f"{definition.name!r} is a job, not a cron task (declare it with @task)")
+        raise TypeError(f"{definition.name!r} is a job, not a cron job (declare it with @cron)")
     return [definition]
 
 
 def fire_cron(
     at: datetime,
     *,
-    task: JobRef | None = None,
+    job: JobRef | None = None,
     since: datetime | None = None,
     driver: JobDriver | None = None,
-) -> list[FiredTask]:
+) -> list[FiredCron]:
     """Enqueue what the scheduler would for the instant ``at`` (an aware datetime): each cron
-    task (or only ``task``) with an occurrence exactly at ``at``; with ``since``, every
+    job (or only ``job``) with an occurrence exactly at ``at``; with ``since``, every
     occurrence after ``since`` and up to ``at``, as a scheduler that was away since ``since``
     and looks at ``at`` would, its catch-up policy and ``SCHEDULER_MISSED_AFTER_SECONDS``
     applied. Each job carries the occurrence's idempotency key, so firing one occurrence twice
-    dedupes, as it does in the scheduler. Paused tasks fire nothing. The scheduler's own
+    dedupes, as it does in the scheduler. Paused cron jobs fire nothing. The scheduler's own
     watermark is not moved. Answers what was fired, oldest first."""
     for name, value in (("at", at), ("since", since)):
         if value is not None and (not isinstance(value, datetime) or value.utcoffset() is None):
             raise ValueError(f"fire_cron() needs an aware datetime for {name}; got {value!r}")
     driver = driver or get_driver()
-    definitions = _tasks(task)
+    definitions = _crons(job)
     paused = {p.target for p in driver.pause_list() if p.scope == "task"}
     missed_after = get_settings().scheduler_missed_after_seconds
     fired = []
@@ -125,5 +126,5 @@ def fire_cron(
             options = EnqueueOptions(idempotency_key=idempotency_key(definition.name, occurrence))
             request = build_request(definition, {}, options)
             result = driver.job_enqueue(request=request)
-            fired.append(FiredTask(definition.name, occurrence, result.id, result.status))
-    return sorted(fired, key=lambda f: (f.occurrence, f.task))
+            fired.append(FiredCron(definition.name, occurrence, result.id, result.status))
+    return sorted(fired, key=lambda f: (f.occurrence, f.name))

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.testing.clock import FiredTask, fire_cron, travel
+from ultimat3_jobs.testing.clock import FiredCron, fire_cron, travel
 from ultimat3_jobs.testing.eager import EagerJobs, eager_jobs
 from ultimat3_jobs.testing.queries import (
     EnqueuedJob,
@@ -53,10 +53,10 @@ class Jobs:
         return travel(by, driver=self.driver)
 
     def fire_cron(
-        self, at: datetime, *, task: JobRef | None = None, since: datetime | None = None
-    ) -> list[FiredTask]:
+        self, at: datetime, *, job: JobRef | None = None, since: datetime | None = None
+    ) -> list[FiredCron]:
         """See :func:`~ultimat3_jobs.testing.fire_cron`."""
-        return fire_cron(at, task=task, since=since, driver=self.driver)
+        return fire_cron(at, job=job, since=since, driver=self.driver)
 
     @contextmanager
     def eager(self) -> Iterator[EagerJobs]:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ultimat3_jobs.definitions import JobHandle
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX, JobDriver
+from ultimat3_jobs.model.definitions import JobHandle
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.operator.redaction import redact, sensitive_fields
-from ultimat3_jobs.registry import registry
 from ultimat3_jobs.types import JobState, JobSummary
 
 JobRef = JobHandle | str

@@ -26,16 +26,16 @@ from typing import Any
 from django.db import transaction
 
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.context import JobContext, install_tenant, uninstall_tenant
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.registry import registry
+from ultimat3_jobs.model.context import JobContext, install_tenant, uninstall_tenant
+from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
+from ultimat3_jobs.runtime.worker.execute import failure, finish, prepare, run_async
+from ultimat3_jobs.runtime.worker.settle import Settler
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import AttemptError, ClaimedJob
-from ultimat3_jobs.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.worker.config import WorkerConfig
-from ultimat3_jobs.worker.execute import failure, finish, prepare, run_async
-from ultimat3_jobs.worker.settle import Settler
 
 RUN_LIMIT_DEFAULT = 1000
 """``run_enqueued`` refuses to run more attempts than this in one call (a job that enqueues

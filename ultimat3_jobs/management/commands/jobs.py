@@ -1,6 +1,6 @@
 """``manage.py jobs``: the operator CLI.
 
-``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|tasks``. Every verb acts through
+``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron``. Every verb acts through
 :mod:`ultimat3_jobs.operator` on the configured driver, as the admin does; every read takes
 ``--json`` for machines. A refusal prints its ``X_*`` code and message and exits with status 1.
 """
@@ -20,30 +20,30 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX, JobDriver
 from ultimat3_jobs.errors import JobsError
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import JobPause, SchedulerTask
 from ultimat3_jobs.operator import introspection, verbs
 from ultimat3_jobs.operator.redaction import REDACTED
-from ultimat3_jobs.registry import registry
 from ultimat3_jobs.types import BulkResult, JobState, PauseScope
 
 LIST_LIMIT_DEFAULT = 50
 LAST_ERROR_WIDTH = 60
 
 
-def task_rows() -> list[dict[str, Any]]:
-    """Every declared task with its schedule and its durable state."""
+def cron_rows() -> list[dict[str, Any]]:
+    """Every declared cron job with its schedule and its durable state."""
     database = get_settings().database
-    tasks = registry.tasks()
+    crons = registry.crons()
     states = {
         row.name: row
-        for row in SchedulerTask.objects.using(database).filter(name__in=[t.name for t in tasks])
+        for row in SchedulerTask.objects.using(database).filter(name__in=[c.name for c in crons])
     }
     paused = set(
         JobPause.objects.using(database).filter(scope="task").values_list("target", flat=True)
     )
     now = datetime.now(UTC)
     rows = []
-    for definition in tasks:
+    for definition in crons:
         schedule = definition.schedule
         assert schedule is not None
         state = states.get(definition.name)
@@ -127,7 +127,7 @@ JOB_VERBS: dict[str, tuple[OneJobVerb, ManyJobsVerb, str]] = {
 class Command(BaseCommand):
     help = (
         "Operate ultimat3-jobs: list and show jobs; cancel, requeue, promote or remove them; "
-        "pause and resume queues, job names and tasks; read queue stats and cron tasks."
+        "pause and resume queues, job names and cron jobs; read queue stats and cron jobs."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -210,12 +210,13 @@ class Command(BaseCommand):
 
         for verb in ("pause", "resume"):
             action = verbs_parser.add_parser(
-                verb, help=f"{verb.capitalize()} a queue, a job name or a cron task."
+                verb, help=f"{verb.capitalize()} a queue, a job name or a cron job."
             )
             target = action.add_mutually_exclusive_group(required=True)
             target.add_argument("--queue", metavar="QUEUE")
             target.add_argument("--job", metavar="NAME")
-            target.add_argument("--task", metavar="NAME")
+            # The pause scope keeps its stored name, "task"; --task stays as an alias.
+            target.add_argument("--cron", "--task", dest="task", metavar="NAME")
             if verb == "pause":
                 action.add_argument("--reason", default="", help="Why, for whoever reads it.")
 
@@ -224,16 +225,22 @@ class Command(BaseCommand):
         )
         stats.add_argument("--json", action="store_true", help="One JSON document.")
 
-        tasks = verbs_parser.add_parser(
-            "tasks", help="List cron tasks: next fire, last fire, pause."
-        )
-        tasks.add_argument("--json", action="store_true", help="One JSON document.")
+        for name in ("cron", "tasks"):
+            listing = verbs_parser.add_parser(
+                name,
+                help="List cron jobs: next fire, last fire, pause."
+                if name == "cron"
+                else "Deprecated name of 'cron'.",
+            )
+            listing.add_argument("--json", action="store_true", help="One JSON document.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         verb = options["verb"]
         try:
             if verb == "tasks":
-                self._tasks(as_json=options["json"])
+                self.stderr.write("'jobs tasks' is deprecated: use 'jobs cron'")
+            if verb in ("cron", "tasks"):
+                self._cron(as_json=options["json"])
             elif verb == "list":
                 self._list(options)
             elif verb == "show":
@@ -422,17 +429,17 @@ class Command(BaseCommand):
                 f"{scope} {target} resumed" if changed else f"{scope} {target} was not paused"
             )
 
-    # -- cron tasks -------------------------------------------------------------------------
+    # -- cron jobs --------------------------------------------------------------------------
 
-    def _tasks(self, *, as_json: bool) -> None:
-        rows = task_rows()
+    def _cron(self, *, as_json: bool) -> None:
+        rows = cron_rows()
         if as_json:
             self.stdout.write(json.dumps(rows, indent=2))
             return
         if not rows:
-            self.stdout.write("No cron tasks are declared.")
+            self.stdout.write("No cron jobs are declared.")
             return
-        header = ("TASK", "CRON", "TZ", "CATCH-UP", "NEXT FIRE", "LAST FIRE", "PAUSED")
+        header = ("NAME", "CRON", "TZ", "CATCH-UP", "NEXT FIRE", "LAST FIRE", "PAUSED")
         lines = [header] + [
             (
                 r["name"],

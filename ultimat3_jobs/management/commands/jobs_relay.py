@@ -1,5 +1,5 @@
 """``manage.py jobs_relay``: publish jobs staged in the outbox (the loop lives in
-``ultimat3_jobs.outbox``)."""
+``ultimat3_jobs.runtime.relay``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from ultimat3_jobs.management.commands.jobs_worker import add_log_level, configure_logging
-from ultimat3_jobs.outbox.relay import RelayConfig
-from ultimat3_jobs.worker.run import run_relay
+from ultimat3_jobs.runtime.process import run_relay
+from ultimat3_jobs.runtime.relay import RelayConfig
 
 
 class Command(BaseCommand):

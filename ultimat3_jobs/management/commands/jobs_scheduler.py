@@ -1,5 +1,5 @@
-"""``manage.py jobs_scheduler``: fire cron tasks (the loop lives in
-``ultimat3_jobs.scheduler``)."""
+"""``manage.py jobs_scheduler``: fire cron jobs (the loop lives in
+``ultimat3_jobs.runtime.scheduler``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from ultimat3_jobs.management.commands.jobs_worker import add_log_level, configure_logging
-from ultimat3_jobs.scheduler.scheduler import SchedulerConfig
-from ultimat3_jobs.worker.run import run_scheduler
+from ultimat3_jobs.runtime.process import run_scheduler
+from ultimat3_jobs.runtime.scheduler.scheduler import SchedulerConfig
 
 
 class Command(BaseCommand):

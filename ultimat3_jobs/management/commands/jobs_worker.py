@@ -1,5 +1,5 @@
 """``manage.py jobs_worker``: parse options, then run the worker (the loop lives in
-``ultimat3_jobs.worker``)."""
+``ultimat3_jobs.runtime.worker``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ultimat3_jobs.outbox.relay import RelayConfig
-from ultimat3_jobs.scheduler.scheduler import SchedulerConfig
+from ultimat3_jobs.runtime.common.ids import default_worker_id
+from ultimat3_jobs.runtime.process import child_argv, run_worker, supervise
+from ultimat3_jobs.runtime.relay import RelayConfig
+from ultimat3_jobs.runtime.scheduler.scheduler import SchedulerConfig
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.types import QUEUE_NAME_PATTERN
-from ultimat3_jobs.worker.config import WorkerConfig, default_worker_id
-from ultimat3_jobs.worker.run import child_argv, run_worker, supervise
 
 
 def _count(text: str) -> int:

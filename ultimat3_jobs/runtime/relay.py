@@ -18,11 +18,11 @@ from typing import Any
 
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.drivers.base import JobDriver, OutboxStore, WakeSubscription
+from ultimat3_jobs.runtime.common.backoff import IdleBackoff
+from ultimat3_jobs.runtime.common.ids import default_worker_id
+from ultimat3_jobs.runtime.common.pool import close_thread_connections
+from ultimat3_jobs.runtime.common.store import STORE_ERRORS, STORE_UNREACHABLE
 from ultimat3_jobs.types import EnqueueRequest
-from ultimat3_jobs.worker.backoff import IdleBackoff
-from ultimat3_jobs.worker.config import default_worker_id
-from ultimat3_jobs.worker.pool import close_thread_connections
-from ultimat3_jobs.worker.store import STORE_ERRORS, STORE_UNREACHABLE
 
 logger = logging.getLogger("ultimat3_jobs.relay")
 

@@ -12,8 +12,8 @@ import random
 from collections.abc import Callable
 from typing import Literal
 
-from ultimat3_jobs.definitions import JobDefinition, Retry
-from ultimat3_jobs.registry import Registry
+from ultimat3_jobs.model.definitions import JobDefinition, Retry
+from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, NackAction
 
 Ending = Literal["completed", "dead-lettered", "dropped"]

@@ -15,7 +15,7 @@ from django.utils.module_loading import autodiscover_modules
 from ultimat3_jobs.errors import JobNameDuplicate, JobUnknown
 
 if TYPE_CHECKING:
-    from ultimat3_jobs.definitions import JobDefinition, JobHandle
+    from ultimat3_jobs.model.definitions import JobDefinition, JobHandle
 
 
 class Registry:
@@ -81,8 +81,8 @@ class Registry:
         """Every declared job, by name."""
         return [self._handles[name].definition for name in sorted(self._handles)]
 
-    def tasks(self) -> list[JobDefinition]:
-        """Every declared cron task, by name."""
+    def crons(self) -> list[JobDefinition]:
+        """Every declared cron job (``@cron``), by name."""
         return [d for d in self.definitions() if d.schedule is not None]
 
     def __contains__(self, name: object) -> bool:

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ultimat3_jobs.context import JobContext
-from ultimat3_jobs.definitions import JobDefinition
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.types import AttemptError, ClaimedJob
 
 OutcomeKind = Literal["completed", "failed", "lost"]

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ultimat3_jobs.conf import Settings, get_settings
-
-
-def default_worker_id() -> str:
-    """``host:pid:random``: unique even when a restarted process reuses a pid."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+from ultimat3_jobs.runtime.common.ids import default_worker_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

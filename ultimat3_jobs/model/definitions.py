@@ -10,6 +10,7 @@ import inspect
 import math
 import random
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,7 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobDeclarationInvalid, JobTenantRequired
-from ultimat3_jobs.schedule import MAX_CATCH_UP_DEFAULT, CatchUp, Schedule
+from ultimat3_jobs.model.cron import MAX_CATCH_UP_DEFAULT, CatchUp, Schedule
+from ultimat3_jobs.model.enqueue import enqueue, enqueue_many
+from ultimat3_jobs.model.options import EnqueueOptions, options_from
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.types import (
     JOB_NAME_PATTERN,
     PRIORITY_DEFAULT,
@@ -30,7 +34,7 @@ from ultimat3_jobs.types import (
 )
 
 if TYPE_CHECKING:
-    from ultimat3_jobs.context import JobContext
+    from ultimat3_jobs.model.context import JobContext
 
 MAX_ATTEMPTS_LIMIT = 1000
 TIMEOUT_SECONDS_LIMIT = 7 * 86400.0
@@ -134,7 +138,7 @@ class JobDefinition:
     is_async: bool = False
     signature: inspect.Signature | None = None
     schedule: Schedule | None = None
-    """Set for a task: the scheduler fires it on this cron schedule."""
+    """Set for a cron job: the scheduler fires it on this cron schedule."""
 
     @property
     def location(self) -> str:
@@ -228,7 +232,7 @@ def job(
     on_settled: SettledHook | None = None,
     sensitive: Iterable[str] = (),
 ) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
-    """Declare a job. The body takes a :class:`~ultimat3_jobs.context.JobContext` first and
+    """Declare a job. The body takes a :class:`~ultimat3_jobs.model.context.JobContext` first and
     its input as keyword arguments::
 
         @job(queue="emails", tenant="none", retry=Retry(attempts=5))
@@ -275,8 +279,6 @@ def _declarer(
     schedule: Schedule | None,
 ) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
     def declare(body: Callable[..., Any]) -> JobHandle:
-        from ultimat3_jobs.registry import registry
-
         if not callable(body):
             raise JobDeclarationInvalid(f"@job must decorate a function; got {body!r}")
         if name is None and "<locals>" in getattr(body, "__qualname__", ""):
@@ -335,22 +337,6 @@ def _declarer(
     return declare
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnqueueOptions:
-    """Per-call options, set with :meth:`JobHandle.using`. ``None`` keeps the job's own."""
-
-    run_at: datetime | None = None
-    delay: float | timedelta | None = None
-    priority: int | None = None
-    queue: str | None = None
-    idempotency_key: str | None = None
-    on_conflict: OnConflict = "dedupe"
-    enqueued_by: str | None = None
-    publish: PublishMode = "on-commit"
-    traceparent: str | None = None
-    """A W3C traceparent to carry instead of the active span's; a malformed one is refused."""
-
-
 class JobCall:
     """A job with per-call options bound: ``handle.using(delay=60).enqueue(user_id=1)``."""
 
@@ -368,31 +354,12 @@ class JobCall:
 
     def enqueue(self, **input: Any) -> EnqueueResult:
         """Enqueue one job with this input; answers its id and ``created`` or ``deduped``."""
-        from ultimat3_jobs.client import enqueue
-
         return enqueue(self.handle.definition, input, self.options)
 
     def enqueue_many(self, inputs: Iterable[Mapping[str, Any]]) -> list[EnqueueResult]:
         """Enqueue one job per input, one write per 1,000; every refusal comes before the first
         write. Answers in the order given."""
-        from ultimat3_jobs.client import enqueue_many
-
         return enqueue_many(self.handle.definition, inputs, self.options)
-
-
-def options_from(values: Mapping[str, Any]) -> EnqueueOptions:
-    """Per-call options from keywords; an unknown one is refused, naming it."""
-    unknown = set(values) - set(EnqueueOptions.__dataclass_fields__)
-    if unknown:
-        from ultimat3_jobs.errors import JobOptionInvalid
-
-        known = ", ".join(EnqueueOptions.__dataclass_fields__)
-        raise JobOptionInvalid(
-            f"unknown enqueue option(s) {', '.join(sorted(unknown))}; known: {known}",
-            field=sorted(unknown)[0],
-            rule="known-option",
-        )
-    return EnqueueOptions(**values)
 
 
 class JobHandle:
@@ -463,7 +430,7 @@ class JobHandle:
         return self.definition.tenant_for(input)
 
 
-def task(
+def cron(
     fn: Callable[..., Any] | None = None,
     /,
     *,
@@ -481,16 +448,16 @@ def task(
     dead_letter: bool = True,
     on_settled: SettledHook | None = None,
 ) -> Any:
-    """Declare a cron task: a job the scheduler fires on ``cron`` in the time zone ``tz``
+    """Declare a cron job: a job the scheduler fires on ``cron`` in the time zone ``tz``
     (both required)::
 
-        @task(cron="0 3 * * *", tz="Europe/Paris", catch_up="run-once", tenant="none")
+        @cron(cron="0 3 * * *", tz="Europe/Paris", catch_up="run-once", tenant="none")
         def nightly_report(ctx) -> None: ...
 
     Every ``@job`` option applies. The body takes only the context. An occurrence fires once
     across any number of schedulers; ``catch_up`` says what happens to occurrences missed
-    while none ran (see :class:`~ultimat3_jobs.schedule.Schedule`). A task can also be
-    enqueued by hand like any job.
+    while none ran (see :class:`~ultimat3_jobs.model.cron.Schedule`). A cron job can also
+    be enqueued by hand like any job.
     """
 
     def require_schedule(body: Callable[..., Any]) -> None:
@@ -498,7 +465,7 @@ def task(
             label = name or f"{body.__module__}.{body.__qualname__}"
             missing = " and ".join(n for n, v in (("cron", cron), ("tz", tz)) if v is UNSET)
             raise JobDeclarationInvalid(
-                f"task {label!r}: {missing} required (for example cron='0 3 * * *', "
+                f"cron {label!r}: {missing} required (for example cron='0 3 * * *', "
                 "tz='Europe/Paris')"
             )
 
@@ -520,7 +487,7 @@ def task(
 
     assert callable(declarer) and not isinstance(declarer, JobHandle)
 
-    def declare_task(body: Callable[..., Any]) -> JobHandle:
+    def declare_cron(body: Callable[..., Any]) -> JobHandle:
         require_schedule(body)
         handle = declarer(body)
         signature = handle.definition.signature
@@ -528,15 +495,23 @@ def task(
             try:
                 signature.bind(None)
             except TypeError:
-                from ultimat3_jobs.registry import registry
-
                 registry.unregister(handle.name)
                 raise JobDeclarationInvalid(
-                    f"task {handle.name!r}: its body must take only the job context (a fired "
-                    f"task has no input); got {signature}"
+                    f"cron {handle.name!r}: its body must take only the job context (a fired "
+                    f"cron job has no input); got {signature}"
                 ) from None
         return handle
 
     if fn is not None:
-        return declare_task(fn)
-    return declare_task
+        return declare_cron(fn)
+    return declare_cron
+
+
+def task(*args: Any, **kwargs: Any) -> Any:
+    """Deprecated alias of :func:`cron` ("task" now means a ``django.tasks`` task only)."""
+    warnings.warn(
+        "@task is deprecated: use @cron (from ultimat3_jobs import cron)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return cron(*args, **kwargs)

@@ -1,5 +1,5 @@
 """The job bodies that run Django tasks on the worker, and the signals they send.
-Layer L5 (Django surface); used by :mod:`ultimat3_jobs.tasks`.
+Layer L5 (Django surface); used by :mod:`ultimat3_jobs.contrib.django_tasks.backend`.
 
 Each attempt reads its result, sends ``task_started``, calls the function, then sends
 ``task_finished`` once the task has ended (it succeeded, or failed for good). For an
@@ -23,9 +23,9 @@ from django.tasks.signals import task_finished, task_started
 from django.utils import timezone
 from django.utils.json import normalize_json
 
+from ultimat3_jobs.contrib.django_tasks.json_form import json_form
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import Terminal
-from ultimat3_jobs.tasks_json import json_form
 from ultimat3_jobs.types import JobRecord
 
 

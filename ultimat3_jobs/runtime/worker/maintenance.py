@@ -23,11 +23,11 @@ import uuid
 from collections.abc import Callable
 
 from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.runtime.common.pool import close_thread_connections
+from ultimat3_jobs.runtime.common.store import STORE_ERRORS, STORE_UNREACHABLE, refusal
+from ultimat3_jobs.runtime.worker.attempt import Attempt
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, Heartbeat, RescuedJob
-from ultimat3_jobs.worker.attempt import Attempt
-from ultimat3_jobs.worker.config import WorkerConfig
-from ultimat3_jobs.worker.pool import close_thread_connections
-from ultimat3_jobs.worker.store import STORE_ERRORS, STORE_UNREACHABLE, refusal
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 

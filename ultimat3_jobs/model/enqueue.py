@@ -11,11 +11,9 @@ import re
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ultimat3_jobs.conf import Settings, get_settings
-from ultimat3_jobs.context import refuse_if_aborted
-from ultimat3_jobs.definitions import EnqueueOptions, JobCall, JobDefinition, options_from
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.base import JobDriver, write_now
 from ultimat3_jobs.errors import (
@@ -26,9 +24,12 @@ from ultimat3_jobs.errors import (
     JobQueueInvalid,
     JobRunAtInvalid,
 )
+from ultimat3_jobs.model.context import refuse_if_aborted
+from ultimat3_jobs.model.options import EnqueueOptions, options_from
+from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
+from ultimat3_jobs.model.transactions import AfterCommits, Route, route
 from ultimat3_jobs.serialization import encode_json
-from ultimat3_jobs.tracing import ambient_traceparent, explicit_traceparent
-from ultimat3_jobs.transactions import AfterCommits, Route, route
 from ultimat3_jobs.types import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -37,6 +38,9 @@ from ultimat3_jobs.types import (
     EnqueueResult,
     new_job_id,
 )
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.model.definitions import JobDefinition
 
 IDEMPOTENCY_KEY_MAX_LENGTH = 255
 TENANT_MAX_LENGTH = 200
@@ -255,7 +259,7 @@ def build_request(
 
 def request_traceparent(options: EnqueueOptions, settings: Settings) -> str | None:
     """The traceparent a job enqueued now carries: the caller's (refused when malformed),
-    else the enqueuing code's own (see :mod:`ultimat3_jobs.tracing`)."""
+    else the enqueuing code's own (see :mod:`ultimat3_jobs.model.tracing`)."""
     if options.traceparent is not None:
         return explicit_traceparent(options.traceparent)
     return ambient_traceparent(settings)
@@ -263,7 +267,7 @@ def request_traceparent(options: EnqueueOptions, settings: Settings) -> str | No
 
 def _route(driver: JobDriver, publish: str, settings: Settings) -> Route:
     """Where an enqueue writes, given the caller's open transactions (see
-    :mod:`ultimat3_jobs.transactions`)."""
+    :mod:`ultimat3_jobs.model.transactions`)."""
     return route(driver, publish=publish, outbox_database=settings.outbox_database)
 
 
@@ -376,10 +380,8 @@ def enqueue_by_name(name: str, input: Mapping[str, Any], **options: Any) -> Enqu
     """Enqueue the job declared under ``name`` (for callers that hold a name, not a handle).
     An undeclared name is refused with :class:`~ultimat3_jobs.errors.JobUnknown`: dispatch
     goes through the registry only."""
-    from ultimat3_jobs.registry import registry
-
     if not isinstance(name, str):
         raise JobOptionInvalid(
             f"a job name must be a string; got {type(name).__name__}", field="name", rule="str"
         )
-    return JobCall(registry.get(name), options_from(options)).enqueue(**input)
+    return enqueue(registry.get(name).definition, input, options_from(options))

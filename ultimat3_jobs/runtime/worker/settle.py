@@ -24,15 +24,15 @@ import uuid
 from collections.abc import Callable
 from functools import partial
 
-from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
+from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
+from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
+from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
 from ultimat3_jobs.types import AckItem, AttemptError, NackAction
-from ultimat3_jobs.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.worker.config import WorkerConfig
-from ultimat3_jobs.worker.execute import ERROR_MESSAGE_LIMIT, storable
-from ultimat3_jobs.worker.policy import ENDINGS, Ending, after_failure
-from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
-from ultimat3_jobs.worker.store import STORE_UNREACHABLE, refusal
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 

@@ -7,7 +7,7 @@ command ``jobs_worker`` only parses options and calls :func:`run_worker` or the 
 
 from __future__ import annotations
 
-from ultimat3_jobs.worker.config import WorkerConfig
-from ultimat3_jobs.worker.loop import Worker
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
+from ultimat3_jobs.runtime.worker.loop import Worker
 
 __all__ = ["Worker", "WorkerConfig"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from ultimat3_jobs.worker.config import WorkerConfig
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
 
 MEMORY_CHECK_SECONDS = 1.0
 

@@ -22,23 +22,23 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
-from ultimat3_jobs.context import JobContext
 from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
-from ultimat3_jobs.registry import Registry
-from ultimat3_jobs.registry import registry as default_registry
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.policy import ENDINGS, rescue_policy
+from ultimat3_jobs.model.registry import Registry
+from ultimat3_jobs.model.registry import registry as default_registry
+from ultimat3_jobs.runtime.common.backoff import IdleBackoff
+from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
+from ultimat3_jobs.runtime.common.store import STORE_ERRORS
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
+from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure, run_async, run_sync
+from ultimat3_jobs.runtime.worker.held import HeldThreads
+from ultimat3_jobs.runtime.worker.maintenance import Maintenance
+from ultimat3_jobs.runtime.worker.recycle import Recycle
+from ultimat3_jobs.runtime.worker.settle import Settler, run_settled_hook
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import ClaimedJob, RescuedJob
-from ultimat3_jobs.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.worker.backoff import IdleBackoff
-from ultimat3_jobs.worker.config import WorkerConfig
-from ultimat3_jobs.worker.execute import JobTimedOut, failure, run_async, run_sync
-from ultimat3_jobs.worker.held import HeldThreads
-from ultimat3_jobs.worker.maintenance import Maintenance
-from ultimat3_jobs.worker.policy import ENDINGS, rescue_policy
-from ultimat3_jobs.worker.pool import BodyPool, close_thread_connections
-from ultimat3_jobs.worker.recycle import Recycle
-from ultimat3_jobs.worker.settle import Settler, run_settled_hook
-from ultimat3_jobs.worker.store import STORE_ERRORS
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 

@@ -17,17 +17,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from ultimat3_jobs.client import build_request
 from ultimat3_jobs.conf import Settings, get_settings
-from ultimat3_jobs.definitions import EnqueueOptions, JobDefinition
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.registry import Registry
-from ultimat3_jobs.registry import registry as default_registry
-from ultimat3_jobs.schedule import Schedule, idempotency_key
+from ultimat3_jobs.model.cron import Schedule, idempotency_key
+from ultimat3_jobs.model.definitions import JobDefinition
+from ultimat3_jobs.model.enqueue import build_request
+from ultimat3_jobs.model.options import EnqueueOptions
+from ultimat3_jobs.model.registry import Registry
+from ultimat3_jobs.model.registry import registry as default_registry
+from ultimat3_jobs.runtime.common.ids import default_worker_id
+from ultimat3_jobs.runtime.common.pool import close_thread_connections
+from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.types import TaskState
-from ultimat3_jobs.worker.config import default_worker_id
-from ultimat3_jobs.worker.pool import close_thread_connections
-from ultimat3_jobs.worker.store import STORE_ERRORS
 
 logger = logging.getLogger("ultimat3_jobs.scheduler")
 
@@ -131,7 +132,7 @@ class Scheduler:
         return datetime.now().astimezone() + self._store_offset
 
     def run(self) -> int:
-        tasks = self.registry.tasks()
+        tasks = self.registry.crons()
         logger.info(
             "jobs.scheduler.started: %s with %s task(s)", self.config.scheduler_id, len(tasks)
         )

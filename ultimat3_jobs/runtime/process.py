@@ -13,10 +13,10 @@ from types import FrameType
 from typing import Protocol
 
 from ultimat3_jobs.drivers import get_driver, get_outbox
-from ultimat3_jobs.outbox.relay import Relay, RelayConfig
-from ultimat3_jobs.scheduler.scheduler import Scheduler, SchedulerConfig
-from ultimat3_jobs.worker.config import WorkerConfig
-from ultimat3_jobs.worker.loop import Worker
+from ultimat3_jobs.runtime.relay import Relay, RelayConfig
+from ultimat3_jobs.runtime.scheduler.scheduler import Scheduler, SchedulerConfig
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
+from ultimat3_jobs.runtime.worker.loop import Worker
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 

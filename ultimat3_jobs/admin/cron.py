@@ -1,8 +1,9 @@
-"""Cron tasks: each declared task's schedule, next fire, last fire and pause state, read-only.
+"""Cron jobs: each ``@cron`` declaration's schedule, next fire, last fire and pause state,
+read-only.
 
-Layer: surface. The durable state is ``x_scheduler_tasks``; the schedule comes from the
-declaration (``@task``), the pause from ``x_job_pauses``, in one query per page. Pause and
-resume a task from the queues page.
+Layer: surface. The durable state is ``x_scheduler_tasks`` (model ``SchedulerTask``, so the page's
+URL stays ``.../schedulertask/``); the schedule comes from the declaration, the pause from
+``x_job_pauses``, in one query per page. Pause and resume a cron job from the queues page.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from django.http import HttpRequest
 
 from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin
 from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.model.cron import Schedule
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import JobPause, SchedulerTask
-from ultimat3_jobs.registry import registry
-from ultimat3_jobs.schedule import Schedule
 
 
 @admin.register(SchedulerTask)
-class SchedulerTaskAdmin(OperatorRecordsAdmin):
+class CronAdmin(OperatorRecordsAdmin):
     list_display = (
         "name",
         "schedule",

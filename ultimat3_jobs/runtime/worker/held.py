@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from ultimat3_jobs.worker.attempt import Attempt
+from ultimat3_jobs.runtime.worker.attempt import Attempt
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 

@@ -6,6 +6,6 @@ handed.
 
 from __future__ import annotations
 
-from ultimat3_jobs.scheduler.scheduler import Scheduler, SchedulerConfig
+from ultimat3_jobs.runtime.scheduler.scheduler import Scheduler, SchedulerConfig
 
 __all__ = ["Scheduler", "SchedulerConfig"]

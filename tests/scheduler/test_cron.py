@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from ultimat3_jobs import task
+from ultimat3_jobs import cron as cron_job
 from ultimat3_jobs.errors import JobDeclarationInvalid
-from ultimat3_jobs.registry import registry
-from ultimat3_jobs.schedule import MAX_CATCH_UP_LIMIT, Schedule, idempotency_key
-from ultimat3_jobs.scheduler.scheduler import plan
+from ultimat3_jobs.model.cron import MAX_CATCH_UP_LIMIT, Schedule, idempotency_key
+from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.runtime.scheduler.scheduler import plan
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +44,7 @@ def refused(**options: Any) -> str:
     options.setdefault("name", "tests.sched.bad")
     options.setdefault("tenant", "none")
     with pytest.raises(JobDeclarationInvalid) as caught:
-        task(**options)(_body)
+        cron_job(**options)(_body)
     assert options["name"] not in registry
     return caught.value.message
 
@@ -96,11 +96,11 @@ def test_cron_and_tz_are_required(given: dict[str, str], missing: str) -> None:
 
 
 def test_a_missing_tz_names_the_function_when_no_name_is_given() -> None:
-    """The usual form, ``@task(cron=...)`` over a function, has no ``name=``: the refusal must
+    """The usual form, ``@cron(cron=...)`` over a function, has no ``name=``: the refusal must
     still say which task it is (the default name, ``module.qualname``)."""
     with pytest.raises(JobDeclarationInvalid) as caught:
 
-        @task(cron="0 3 * * *", tenant="none")
+        @cron_job(cron="0 3 * * *", tenant="none")
         def nightly_without_tz(ctx: Any) -> None: ...
 
     assert "nightly_without_tz" in caught.value.message
@@ -131,7 +131,7 @@ def _takes_positional(ctx: Any, day: str) -> None: ...
 @pytest.mark.parametrize("body", [_takes_keyword, _takes_positional], ids=["kw", "positional"])
 def test_a_task_body_that_takes_input_is_refused(body: Any) -> None:
     with pytest.raises(JobDeclarationInvalid) as caught:
-        task(name="tests.sched.bad", cron="0 3 * * *", tz="UTC", tenant="none")(body)
+        cron_job(name="tests.sched.bad", cron="0 3 * * *", tz="UTC", tenant="none")(body)
     message = caught.value.message
     assert "'tests.sched.bad'" in message
     assert "must take only the job context" in message
@@ -152,11 +152,13 @@ def _takes_optional(ctx: Any, *, dry_run: bool = False, **extra: Any) -> None: .
     ids=["five-fields", "six-fields", "seconds-last", "optional-input"],
 )
 def test_a_good_task_is_declared_with_its_schedule(cron: str, tz: str, body: Any) -> None:
-    handle = task(name="tests.sched.good", cron=cron, tz=tz, tenant="none", catch_up="all")(body)
+    handle = cron_job(name="tests.sched.good", cron=cron, tz=tz, tenant="none", catch_up="all")(
+        body
+    )
     assert registry.get("tests.sched.good") is handle
     assert handle.definition.schedule == Schedule(cron=cron, tz=tz, catch_up="all")
-    assert registry.tasks() == [d for d in registry.definitions() if d.schedule is not None]
-    assert handle.definition in registry.tasks()
+    assert registry.crons() == [d for d in registry.definitions() if d.schedule is not None]
+    assert handle.definition in registry.crons()
 
 
 def test_idempotency_key_is_task_epoch_seconds_name() -> None:
