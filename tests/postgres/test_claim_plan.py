@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +64,78 @@ def test_claim_seeks_the_partial_index_without_sorting_queued_rows(queues: list[
     for node in _nodes(plan):
         if node["Node Type"] == "Sort":
             assert node["Plan Rows"] <= 100 * len(queues)
+
+
+# -- the claim's cost does not grow with backlogs it cannot take ----------------------------------
+
+# Index entries a claim of 100 may read from x_jobs_claim, and index pages it may touch: the
+# claimed rows, a few per priority level, and the btree descents; never a backlog.
+CLAIM_ENTRIES_BOUND = 300
+CLAIM_INDEX_PAGES_BOUND = 60
+
+
+def _held_backlogs(size: int) -> None:
+    """``size`` rows of a paused job name, ``size`` future rows at a higher priority than any
+    due row, and 500 due rows at three priorities, in one queue."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            insert into x_jobs (id, name, queue, priority, run_at, input)
+            select gen_random_uuid(),
+                   case when g <= %(size)s then 'tests.held' when g <= 2 * %(size)s
+                        then 'tests.later' else 'tests.noop' end,
+                   'default',
+                   case when g <= %(size)s then 20 when g <= 2 * %(size)s then 10 else g %% 3 end,
+                   case when g <= %(size)s then now() - make_interval(secs => g)
+                        when g <= 2 * %(size)s then now() + make_interval(days => 1, secs => g)
+                        else now() - make_interval(secs => g) end,
+                   '{}'::jsonb
+            from generate_series(1, 2 * %(size)s + 500) as g
+            """,
+            {"size": size},
+        )
+    # Through the verb, so whatever it does to a paused name's rows happens here too; then the
+    # vacuum that follows any large update (the first claim after the pause commits may step
+    # over the dead entries its flagging left in the index, once: it marks them dead).
+    assert PostgresDriver().pause_add(scope="job", target="tests.held")
+    with connection.cursor() as cursor:
+        cursor.execute("vacuum analyze x_jobs")
+        cursor.execute("analyze x_job_pauses")
+
+
+def _claim_reads(limit: int) -> tuple[list[str], int, int]:
+    """Claim once, in a transaction; answer the names claimed and the x_jobs_claim entries
+    and pages it read (that transaction's counters, before and after)."""
+    counters = """
+        select pg_stat_get_xact_tuples_returned('x_jobs_claim'::regclass),
+               pg_stat_get_xact_blocks_fetched('x_jobs_claim'::regclass)
+    """
+    params = {"queues": ["default"], "limit": limit, "worker_id": "w", "lease_seconds": 30.0}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(counters)
+        entries_before, pages_before = cursor.fetchone()
+        cursor.execute(STATEMENTS["job_claim"], params)
+        names = [row[1] for row in cursor.fetchall()]
+        cursor.execute(counters)
+        entries_after, pages_after = cursor.fetchone()
+    return names, entries_after - entries_before, pages_after - pages_before
+
+
+def _assert_claim_is_cheap(size: int) -> None:
+    _held_backlogs(size)
+    names, entries, pages = _claim_reads(100)
+    # The due rows in claim order (priority 2 first); none of the held or future rows.
+    assert len(names) == 100 and set(names) == {"tests.noop"}
+    assert entries <= CLAIM_ENTRIES_BOUND, f"the claim read {entries} index entries"
+    assert pages <= CLAIM_INDEX_PAGES_BOUND, f"the claim touched {pages} index pages"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_claim_reads_neither_a_paused_backlog_nor_future_rows() -> None:
+    _assert_claim_is_cheap(30_000)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_claim_reads_neither_at_300k_backlogs() -> None:
+    _assert_claim_is_cheap(300_000)
