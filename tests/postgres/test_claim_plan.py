@@ -71,28 +71,31 @@ def test_claim_seeks_the_partial_index_without_sorting_queued_rows(queues: list[
 # Index entries a claim of 100 may read from x_jobs_claim, and index pages it may touch: the
 # claimed rows, a few per priority level, and the btree descents; never a backlog.
 CLAIM_ENTRIES_BOUND = 300
-CLAIM_INDEX_PAGES_BOUND = 60
+CLAIM_INDEX_PAGES_BOUND = 40
 
 
-def _held_backlogs(size: int) -> None:
-    """``size`` rows of a paused job name, ``size`` future rows at a higher priority than any
-    due row, and 500 due rows at three priorities, in one queue."""
+def _held_backlogs(*, paused: int, future: int) -> None:
+    """In one queue: ``paused`` rows of a paused job name, due, at the highest priority;
+    ``future`` rows due tomorrow at the next priority; and 500 due rows at priorities 0 to 2."""
     with connection.cursor() as cursor:
         cursor.execute(
             """
             insert into x_jobs (id, name, queue, priority, run_at, input)
             select gen_random_uuid(),
-                   case when g <= %(size)s then 'tests.held' when g <= 2 * %(size)s
-                        then 'tests.later' else 'tests.noop' end,
+                   case when g <= %(paused)s then 'tests.held'
+                        when g <= %(paused)s + %(future)s then 'tests.later'
+                        else 'tests.noop' end,
                    'default',
-                   case when g <= %(size)s then 20 when g <= 2 * %(size)s then 10 else g %% 3 end,
-                   case when g <= %(size)s then now() - make_interval(secs => g)
-                        when g <= 2 * %(size)s then now() + make_interval(days => 1, secs => g)
+                   case when g <= %(paused)s then 20
+                        when g <= %(paused)s + %(future)s then 10
+                        else g %% 3 end,
+                   case when g <= %(paused)s + %(future)s and g > %(paused)s
+                        then now() + make_interval(days => 1, secs => g)
                         else now() - make_interval(secs => g) end,
                    '{}'::jsonb
-            from generate_series(1, 2 * %(size)s + 500) as g
+            from generate_series(1, %(paused)s + %(future)s + 500) as g
             """,
-            {"size": size},
+            {"paused": paused, "future": future},
         )
     # Through the verb, so whatever it does to a paused name's rows happens here too; then the
     # vacuum that follows any large update (the first claim after the pause commits may step
@@ -103,9 +106,9 @@ def _held_backlogs(size: int) -> None:
         cursor.execute("analyze x_job_pauses")
 
 
-def _claim_reads(limit: int) -> tuple[list[str], int, int]:
-    """Claim once, in a transaction; answer the names claimed and the x_jobs_claim entries
-    and pages it read (that transaction's counters, before and after)."""
+def _claim_reads(limit: int) -> tuple[list[tuple[str, int]], int, int]:
+    """Claim once, in a transaction; answer the (name, priority) of the rows claimed and the
+    x_jobs_claim entries and pages it read (that transaction's counters, before and after)."""
     counters = """
         select pg_stat_get_xact_tuples_returned('x_jobs_claim'::regclass),
                pg_stat_get_xact_blocks_fetched('x_jobs_claim'::regclass)
@@ -115,27 +118,32 @@ def _claim_reads(limit: int) -> tuple[list[str], int, int]:
         cursor.execute(counters)
         entries_before, pages_before = cursor.fetchone()
         cursor.execute(STATEMENTS["job_claim"], params)
-        names = [row[1] for row in cursor.fetchall()]
+        claimed = [(row[1], row[7]) for row in cursor.fetchall()]
         cursor.execute(counters)
         entries_after, pages_after = cursor.fetchone()
-    return names, entries_after - entries_before, pages_after - pages_before
+    return claimed, entries_after - entries_before, pages_after - pages_before
 
 
-def _assert_claim_is_cheap(size: int) -> None:
-    _held_backlogs(size)
-    names, entries, pages = _claim_reads(100)
-    # The due rows in claim order (priority 2 first); none of the held or future rows.
-    assert len(names) == 100 and set(names) == {"tests.noop"}
+def _assert_claim_is_cheap(*, paused: int, future: int) -> None:
+    _held_backlogs(paused=paused, future=future)
+    claimed, entries, pages = _claim_reads(100)
+    # The best due rows (the 167 at priority 2 come first); none of the held or future rows.
+    assert claimed == [("tests.noop", 2)] * 100
     assert entries <= CLAIM_ENTRIES_BOUND, f"the claim read {entries} index entries"
     assert pages <= CLAIM_INDEX_PAGES_BOUND, f"the claim touched {pages} index pages"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_claim_reads_neither_a_paused_backlog_nor_future_rows() -> None:
-    _assert_claim_is_cheap(30_000)
+@pytest.mark.parametrize(
+    ("paused", "future"),
+    [(30_000, 0), (0, 30_000), (30_000, 30_000)],
+    ids=["paused", "future", "both"],
+)
+def test_claim_reads_neither_a_paused_backlog_nor_future_rows(paused: int, future: int) -> None:
+    _assert_claim_is_cheap(paused=paused, future=future)
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_claim_reads_neither_at_300k_backlogs() -> None:
-    _assert_claim_is_cheap(300_000)
+    _assert_claim_is_cheap(paused=300_000, future=300_000)
