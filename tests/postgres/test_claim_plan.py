@@ -1,5 +1,6 @@
 """The claim seeks: at a realistic depth its plan walks x_jobs_claim in claim order and stops,
-with no Sort under the LockRows node, for one queue and for several."""
+with no Sort under the LockRows node, for one queue and for several; and what one claim reads
+does not grow with the rows it cannot take (a paused name's backlog, future rows)."""
 
 from __future__ import annotations
 
