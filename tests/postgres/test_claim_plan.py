@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
+from tests.drivers.support import request
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 
@@ -148,3 +149,16 @@ def test_claim_reads_neither_a_paused_backlog_nor_future_rows(paused: int, futur
 @pytest.mark.django_db(transaction=True)
 def test_claim_reads_neither_at_300k_backlogs() -> None:
     _assert_claim_is_cheap(paused=300_000, future=300_000)
+
+
+def test_jobs_enqueued_under_a_pause_stay_out_of_the_claims_way() -> None:
+    driver = PostgresDriver()
+    assert driver.pause_add(scope="job", target="tests.held")
+    for _ in range(3):
+        driver.job_enqueue_many(requests=[request(name="tests.held") for _ in range(1000)])
+    for _ in range(20):
+        driver.job_enqueue(request=request(name="tests.held"))
+    driver.job_enqueue_many(requests=[request(name="tests.noop") for _ in range(10)])
+    claimed, entries, _ = _claim_reads(5)
+    assert claimed == [("tests.noop", 0)] * 5
+    assert entries <= 10, f"the claim read {entries} index entries"

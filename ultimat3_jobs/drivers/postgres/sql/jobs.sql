@@ -53,7 +53,8 @@ select r.id, r.name, r.queue, r.priority,
        coalesce(r.run_at, now() + make_interval(secs => coalesce(r.delay_seconds, 0))),
        r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
        r.max_attempts, r.lease_seconds, r.traceparent, now(),
-       r.name = any (select p.target from x_job_pauses p where p.scope = 'job' for key share)
+       r.name = any (select p.target from x_job_pauses p
+                     where p.scope = 'job' and p.target = any(%(names)s::text[]) for key share)
 from unnest(
     %(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
     %(run_ats)s::timestamptz[], %(delays)s::float8[], %(inputs)s::text[], %(keys)s::text[],
