@@ -73,6 +73,10 @@ class Job(models.Model):
     # Set by a worker whose claimed body waits for a thread; reset by the claim. The rescuer
     # gives such an attempt back instead of counting it.
     body_pending = models.BooleanField(default=False, db_default=False)
+    # Set while the job's name is paused (by the pause, and by an enqueue that sees the pause);
+    # cleared by the resume. Keeps a paused name's backlog out of x_jobs_claim, so the claim
+    # never walks it. The claim still reads x_job_pauses: a row that missed the flag waits too.
+    paused = models.BooleanField(default=False, db_default=False)
 
     objects = RawStatementManager()
 
@@ -80,12 +84,15 @@ class Job(models.Model):
         db_table = "x_jobs"
         ordering = ("-created_at",)
         indexes = (
-            # The claim seeks this index per queue, in claim order, and stops after N rows.
+            # The claim seeks this index per queue and priority, in claim order, and stops after
+            # N rows or at now(); a paused name's rows are not in it.
             models.Index(
                 fields=("queue", "-priority", "run_at"),
                 name="x_jobs_claim",
-                condition=Q(state=JobState.QUEUED.value),
+                condition=Q(state=JobState.QUEUED.value, paused=False),
             ),
+            # The resume finds the rows its pause flagged, and nothing else.
+            models.Index(fields=("name",), name="x_jobs_paused", condition=Q(paused=True)),
             # The rescuer's scan: only running rows, by when their lease ends.
             models.Index(
                 fields=("lease_expires_at",),

@@ -14,7 +14,7 @@ from django.db import connections
 
 from tests.drivers.support import HOUR, request, utcnow
 from ultimat3_jobs.drivers.base import JobDriver, OutboxStore
-from ultimat3_jobs.outbox import Relay, RelayConfig
+from ultimat3_jobs.runtime.relay import Relay, RelayConfig
 from ultimat3_jobs.types import EnqueueRequest
 
 RELAY = "relay-a"

@@ -169,3 +169,16 @@ def test_job_claim_job_lease_seconds_overrides(driver):
     assert (first.id, second.id) == (own, plain)
     assert about(870, seconds_between(first.lease_expires_at, second.lease_expires_at))
     assert about(900, seconds_between(first.lease_expires_at, get(driver, own).started_at))
+
+
+def test_job_claim_walks_priority_levels_past_future_and_paused_rows(driver):
+    later = utcnow() + HOUR
+    for priority in (9, 7, 2):
+        enqueue(driver, priority=priority, run_at=later)
+    enqueue(driver, name="tests.held", priority=8)
+    assert driver.pause_add(scope="job", target="tests.held")
+    a, b, c, d = _enqueue_ranked(driver, [(7, 5), (3, 1), (7, 2), (-4, 0)])
+    e, f = _enqueue_ranked(driver, [(8, 9), (2, 0)], queue="beta")
+    assert claim_ids(driver, ["default", "beta"], limit=3) == [e, c, a]
+    assert claim_ids(driver, ["beta", "default"], limit=2) == [b, f]
+    assert claim_ids(driver, ["default", "beta"], limit=5) == [d]

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from tests.drivers.support import claim_ids, claim_one, enqueue, state_of
+from tests.drivers.support import claim_ids, claim_one, enqueue, nack, request, state_of
 from ultimat3_jobs.errors import PauseInvalid
 from ultimat3_jobs.types import JobState
 
@@ -130,3 +130,52 @@ def test_queue_demand_zero_when_paused(driver):
     assert driver.queue_demand(queues=["default", "beta"]) == {"default": 0, "beta": 1}
     driver.queue_resume(queue="default")
     assert driver.queue_demand(queues=["default", "beta"]) == {"default": 1, "beta": 1}
+
+
+def test_jobs_enqueued_while_a_name_is_paused_wait_for_its_resume(driver):
+    assert driver.pause_add(scope="job", target="tests.echo")
+    one = enqueue(driver, priority=3)
+    many = driver.job_enqueue_many(requests=[request(priority=2), request(priority=1)])
+    free = enqueue(driver, name="tests.noop", priority=-5)
+    assert claim_ids(driver) == [free]
+    assert driver.pause_remove(scope="job", target="tests.echo")
+    assert claim_ids(driver) == [one, many[0].id, many[1].id]
+
+
+def test_an_attempt_retried_while_its_name_is_paused_waits_for_the_resume(driver):
+    enqueue(driver)
+    job = claim_one(driver)
+    assert driver.pause_add(scope="job", target="tests.echo")
+    assert nack("retry")(driver, job.id, job.claim_token)
+    assert claim_ids(driver) == []
+    assert driver.pause_remove(scope="job", target="tests.echo")
+    assert claim_ids(driver) == [job.id]
+
+
+def test_a_name_paused_twice_and_resumed_once_is_claimable(driver):
+    held = enqueue(driver)
+    assert driver.pause_add(scope="job", target="tests.echo")
+    assert not driver.pause_add(scope="job", target="tests.echo")
+    assert driver.pause_remove(scope="job", target="tests.echo")
+    assert not driver.pause_remove(scope="job", target="tests.echo")
+    assert claim_ids(driver) == [held]
+
+
+def test_pausing_a_queue_leaves_a_name_pause_in_force(driver):
+    held = enqueue(driver)
+    assert driver.pause_add(scope="job", target="tests.echo")
+    assert driver.queue_pause(queue="default")
+    assert driver.queue_resume(queue="default")
+    assert claim_ids(driver) == []
+    assert driver.pause_remove(scope="job", target="tests.echo")
+    assert claim_ids(driver) == [held]
+
+
+def test_queue_demand_leaves_out_the_rows_of_a_paused_name(driver):
+    for _ in range(3):
+        enqueue(driver)
+    enqueue(driver, name="tests.noop")
+    assert driver.pause_add(scope="job", target="tests.echo")
+    assert driver.queue_demand(queues=["default"]) == {"default": 1}
+    assert driver.pause_remove(scope="job", target="tests.echo")
+    assert driver.queue_demand(queues=["default"]) == {"default": 4}

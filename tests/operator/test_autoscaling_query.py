@@ -71,3 +71,12 @@ def test_the_query_answers_a_backlog_with_no_worker() -> None:
 
     driver.queue_pause(queue="emails")
     assert answer() == 1  # only the running job
+
+
+def test_the_query_can_read_the_claim_index() -> None:
+    # The index's predicate must be implied by the query's conditions, or no plan can use it.
+    with connection.cursor() as cursor:
+        cursor.execute("set local enable_seqscan = off")
+        cursor.execute("explain " + guide_query())
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "x_jobs_claim" in plan, plan

@@ -19,7 +19,7 @@ from tests.unit.test_checks import SQLITE, extra_database
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.memory_outbox import MemoryOutbox
 from ultimat3_jobs.drivers.postgres.outbox import PostgresOutbox
-from ultimat3_jobs.outbox import Relay, RelayConfig
+from ultimat3_jobs.runtime.relay import Relay, RelayConfig
 
 BASE = {"DEFAULT_TENANT": "none"}
 MEMORY_ON_SQLITE = {**BASE, "DRIVER": "memory", "DATABASE": "lite", "OUTBOX_DATABASE": "lite"}

@@ -111,6 +111,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "queue_demand": {"queues": ["default"], "limit": 10},
     "pause_add": {"scope": "queue", "target": "q", "paused_by": "", "reason": ""},
     "pause_remove": {"scope": "queue", "target": "q"},
+    "pause_unflag": {"target": "tests.echo"},
     "pause_list": {},
     "worker_heartbeat": {
         "id": "w",

@@ -808,14 +808,18 @@ class MemoryDriver(JobDriver):
 
     def _demand(self, names: Iterable[str], now: datetime) -> dict[str, int]:
         demand: dict[str, int] = {}
-        paused_queues = self._paused("queue")
+        paused_queues, paused_names = self._paused("queue"), self._paused("job")
         for queue in names:
             if queue in paused_queues:
                 demand[queue] = 0
                 continue
-            # Rows of paused job names count: the statement filters only paused queues.
+            # Rows of paused job names do not count: no claim can take them.
             self._promote(queue, now)
-            demand[queue] = min(self._ready_count.get(queue, 0), QUEUE_DEMAND_ROWS)
+            held = paused_names.intersection(self._ready_names.get(queue, ()))
+            held_rows = sum(
+                1 for n in held for e in self._ready[(queue, n)] if self._valid(e[4], e[3])
+            )
+            demand[queue] = min(self._ready_count.get(queue, 0) - held_rows, QUEUE_DEMAND_ROWS)
         return demand
 
     def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:

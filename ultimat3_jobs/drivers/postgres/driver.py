@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
@@ -490,7 +490,12 @@ class PostgresDriver(JobDriver):
 
     def pause_remove(self, *, scope: PauseScope, target: str) -> bool:
         check_pause(scope, target)
-        return bool(self._pauses.run("pause_remove", {"scope": scope, "target": target}))
+        params = {"scope": scope, "target": target}
+        with transaction.atomic(using=self.database):
+            removed = bool(self._pauses.run("pause_remove", params))
+            if scope == "job":
+                self._pauses.run("pause_unflag", params)
+        return removed
 
     def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
         names = check_claim_queues(queues)

@@ -4,17 +4,21 @@
 -- row with the same name and idempotency key); job_enqueue_resolve answers which one it was.
 -- It wakes listening workers (delivered at commit, dropped on rollback) only when the caller
 -- asks: every notifying commit serialises on one lock, so the driver asks once per queue per
--- short slot.
+-- short slot. A job whose name is paused is flagged paused (out of the claim index); the
+-- key-share lock on the pause row makes a resume wait for this commit, so the resume's unflag
+-- sees the row.
 with inserted as (
 insert into x_jobs (
     id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-    max_attempts, lease_seconds, traceparent, created_at
+    max_attempts, lease_seconds, traceparent, created_at, paused
 )
 values (
     %(id)s, %(name)s, %(queue)s, %(priority)s,
     coalesce(%(run_at)s::timestamptz, now() + make_interval(secs => coalesce(%(delay_seconds)s::float8, 0))),
     %(input)s::jsonb, %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s,
-    %(max_attempts)s, %(lease_seconds)s, %(traceparent)s, now()
+    %(max_attempts)s, %(lease_seconds)s, %(traceparent)s, now(),
+    exists (select 1 from x_job_pauses p
+            where p.scope = 'job' and p.target = %(name)s for key share)
 )
 on conflict do nothing
 returning id, queue
@@ -38,16 +42,19 @@ limit 1
 -- Up to 1,000 jobs in one statement: arrays cross as one parameter each, never as thousands of
 -- placeholders. Same conflict rule as job_enqueue; rows inserted earlier in the same statement
 -- count, so a key repeated within the batch dedupes to its first row. One wake per queue the
--- driver names in notify_queues, never one per job.
+-- driver names in notify_queues, never one per job. Paused names are flagged as in
+-- job_enqueue, from one read of the job pauses per statement.
 with inserted as (
 insert into x_jobs (
     id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-    max_attempts, lease_seconds, traceparent, created_at
+    max_attempts, lease_seconds, traceparent, created_at, paused
 )
 select r.id, r.name, r.queue, r.priority,
        coalesce(r.run_at, now() + make_interval(secs => coalesce(r.delay_seconds, 0))),
        r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
-       r.max_attempts, r.lease_seconds, r.traceparent, now()
+       r.max_attempts, r.lease_seconds, r.traceparent, now(),
+       r.name = any (select p.target from x_job_pauses p
+                     where p.scope = 'job' and p.target = any(%(names)s::text[]) for key share)
 from unnest(
     %(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
     %(run_ats)s::timestamptz[], %(delays)s::float8[], %(inputs)s::text[], %(keys)s::text[],
@@ -80,31 +87,68 @@ join x_jobs j
       and j.state in ('queued', 'running'))
 
 -- name: job_claim
--- One seek per queue over x_jobs_claim in claim order (priority desc, run_at), stopping after
--- limit rows, so no Sort over every queued row; the merge sorts at most limit rows per queue.
--- Paused queues are filtered before the seek, paused job names inside it. Correct only because
--- the claim autocommits: the skipped locks of rows the outer limit drops end with it.
-with candidates as (
-    select c.id
-    from (
-        select q.name
-        from unnest(%(queues)s::text[]) as q(name)
-        where not exists (
-            select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name
-        )
-    ) as q
+-- Seeks x_jobs_claim per queue and per priority level, in claim order, and stops after limit
+-- rows, so no Sort over queued rows and a cost independent of the backlog:
+-- - levels walks the distinct priorities of a queue's claimable rows, highest first, one index
+--   descent each (a loose index scan), computed only as deep as the claim reads;
+-- - within a level the seek is a range ending at now(), so future rows are never read, however
+--   many sit at a higher priority;
+-- - a paused job name's rows are out of the index (paused = true); the pause check stays in the
+--   seek for a row that was enqueued as the pause landed and missed its flag.
+-- Paused queues are filtered before the seek. A queue's rows come out in level order (the
+-- recursion yields one level per queue per step, highest first); the final sort merges at most
+-- limit rows per queue. Correct only because the claim autocommits: the skipped locks of rows
+-- the outer limit drops end with it.
+with recursive queues as (
+    select q.name
+    from unnest(%(queues)s::text[]) as q(name)
+    where not exists (
+        select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name
+    )
+), levels as (
+    select q.name as queue, top.priority
+    from queues q
     cross join lateral (
-        select j.id, j.priority, j.run_at
+        select j.priority
         from x_jobs j
-        where j.queue = q.name
-          and j.state = 'queued'
-          and j.run_at <= now()
-          and not exists (
-              select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
-          )
-        order by j.priority desc, j.run_at
+        where j.queue = q.name and j.state = 'queued' and not j.paused
+        order by j.priority desc
+        limit 1
+    ) as top
+    union all
+    select l.queue, below.priority
+    from levels l
+    cross join lateral (
+        select j.priority
+        from x_jobs j
+        where j.queue = l.queue and j.state = 'queued' and not j.paused
+          and j.priority < l.priority
+        order by j.priority desc
+        limit 1
+    ) as below
+), candidates as (
+    select c.id
+    from queues q
+    cross join lateral (
+        select s.id, s.priority, s.run_at
+        from levels l
+        cross join lateral (
+            select j.id, j.priority, j.run_at
+            from x_jobs j
+            where j.queue = l.queue
+              and j.priority = l.priority
+              and j.state = 'queued'
+              and not j.paused
+              and j.run_at <= now()
+              and not exists (
+                  select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
+              )
+            order by j.run_at
+            limit %(limit)s
+            for update of j skip locked
+        ) as s
+        where l.queue = q.name
         limit %(limit)s
-        for update of j skip locked
     ) as c
     order by c.priority desc, c.run_at
     limit %(limit)s
@@ -397,14 +441,45 @@ from x_jobs
 where id = %(id)s
 
 -- name: queue_demand
--- Ready jobs per queue, counted up to limit through the claim index (a bounded read, whatever
--- the depth); a paused queue has no demand.
+-- Ready jobs per queue, counted up to limit through the claim index, level by level as the
+-- claim seeks (a bounded read, whatever the depth of future or paused rows); a paused queue
+-- has no demand, nor do the rows of a paused job name.
+with recursive levels as (
+    select q.name as queue, top.priority
+    from unnest(%(queues)s::text[]) as q(name)
+    cross join lateral (
+        select j.priority from x_jobs j
+        where j.queue = q.name and j.state = 'queued' and not j.paused
+        order by j.priority desc
+        limit 1
+    ) as top
+    union all
+    select l.queue, below.priority
+    from levels l
+    cross join lateral (
+        select j.priority from x_jobs j
+        where j.queue = l.queue and j.state = 'queued' and not j.paused
+          and j.priority < l.priority
+        order by j.priority desc
+        limit 1
+    ) as below
+)
 select q.name,
        case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name)
             then 0
             else (select count(*) from (
-                     select 1 from x_jobs j
-                     where j.queue = q.name and j.state = 'queued' and j.run_at <= now()
+                     select 1
+                     from levels l
+                     cross join lateral (
+                         select 1 from x_jobs j
+                         where j.queue = l.queue and j.priority = l.priority and j.state = 'queued'
+                           and not j.paused and j.run_at <= now()
+                           and not exists (
+                               select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
+                           )
+                         limit %(limit)s
+                     ) as due
+                     where l.queue = q.name
                      limit %(limit)s) as ready)
        end
 from unnest(%(queues)s::text[]) as q(name)

@@ -108,7 +108,8 @@ select (select count(*) from moved),
 -- Jobs per queue and state in one statement, cheap at any size of history. Live states read
 -- only the partial indexes, one branch per state so that each index's predicate matches:
 -- x_jobs_claim (queued: an index-only count, the due count and the oldest due run_at; a paused
--- queue's due count, its demand, is 0) and x_jobs_lease
+-- queue's due count, its demand, is 0), with x_jobs_paused for the rows of paused job names,
+-- which the claim index leaves out, and x_jobs_lease
 -- (running); they hold the backlog and the work in flight, not the history. Finished states
 -- would be a scan of the whole history, so they go through x_jobs_name_state: a loose scan finds
 -- the job names (one seek each), then per name and finished state an index scan from
@@ -125,8 +126,11 @@ with recursive names (name) as (
 ), queued as (
     select j.queue, count(*) as jobs, min(j.run_at) filter (where j.run_at <= now()) as oldest,
            count(*) filter (where j.run_at <= now()) as ready
-    from x_jobs j
-    where j.state = 'queued'
+    from (
+        select c.queue, c.run_at from x_jobs c where c.state = 'queued' and not c.paused
+        union all
+        select p.queue, p.run_at from x_jobs p where p.paused and p.state = 'queued'
+    ) as j
     group by j.queue
 ), running as (
     select j.queue, count(*) as jobs

@@ -32,11 +32,13 @@ with held_lease as (
 ), inserted as (
     insert into x_jobs (
         id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-        max_attempts, lease_seconds, traceparent, created_at
+        max_attempts, lease_seconds, traceparent, created_at, paused
     )
     select %(id)s, %(name)s, %(queue)s, %(priority)s, now(), %(input)s::jsonb,
            %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s, %(max_attempts)s,
-           %(lease_seconds)s, %(traceparent)s, now()
+           %(lease_seconds)s, %(traceparent)s, now(),
+           exists (select 1 from x_job_pauses p
+                   where p.scope = 'job' and p.target = %(name)s for key share)
     where %(dispatch)s and exists (select 1 from fence)
     on conflict do nothing
     returning id, queue

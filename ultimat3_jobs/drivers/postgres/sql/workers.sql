@@ -3,8 +3,28 @@
 -- the demand counted in the same statement, bounded like queue_demand and skipped while
 -- draining. Expired rows of other workers go in the same statement, so the table stays as small
 -- as the fleet. The purge runs after the upsert (an unreferenced data-modifying CTE) and skips
--- rows another heartbeat holds, so two heartbeats never wait on each other's purge.
-with demand as (
+-- rows another heartbeat holds, so two heartbeats never wait on each other's purge. The
+-- levels are queue_demand's.
+with recursive levels as (
+    select q.name as queue, top.priority
+    from unnest(%(queues)s::text[]) as q(name)
+    cross join lateral (
+        select j.priority from x_jobs j
+        where j.queue = q.name and j.state = 'queued' and not j.paused
+        order by j.priority desc
+        limit 1
+    ) as top
+    union all
+    select l.queue, below.priority
+    from levels l
+    cross join lateral (
+        select j.priority from x_jobs j
+        where j.queue = l.queue and j.state = 'queued' and not j.paused
+          and j.priority < l.priority
+        order by j.priority desc
+        limit 1
+    ) as below
+), demand as (
     select coalesce(jsonb_object_agg(q.name, q.ready), '{}'::jsonb) as demand
     from (
         select u.name,
@@ -13,8 +33,18 @@ with demand as (
                         select 1 from x_job_pauses p where p.scope = 'queue' and p.target = u.name
                     ) then 0
                     else (select count(*) from (
-                             select 1 from x_jobs j
-                             where j.queue = u.name and j.state = 'queued' and j.run_at <= now()
+                             select 1
+                             from levels l
+                             cross join lateral (
+                                 select 1 from x_jobs j
+                                 where j.queue = l.queue and j.priority = l.priority and j.state = 'queued'
+                                   and not j.paused and j.run_at <= now()
+                                   and not exists (
+                                       select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
+                                   )
+                                 limit %(limit)s
+                             ) as due
+                             where l.queue = u.name
                              limit %(limit)s) as ready)
                end as ready
         from unnest(%(queues)s::text[]) as u(name)
