@@ -32,7 +32,7 @@ def test_the_database_has_the_claim_and_live_key_indexes() -> None:
         timestamps = dict(cursor.fetchall())
     claim = indexes["x_jobs_claim"]
     assert "(queue, priority DESC, run_at)" in claim
-    assert "WHERE ((state)::text = 'queued'::text)" in claim
+    assert "WHERE ((NOT paused) AND ((state)::text = 'queued'::text))" in claim
     live_key = indexes["x_jobs_live_key"]
     assert live_key.startswith("CREATE UNIQUE INDEX")
     assert "(name, idempotency_key)" in live_key
