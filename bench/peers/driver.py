@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from importlib.metadata import version as installed_version
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
-from psycopg import sql
 
 from bench.peers import systems
 from bench.peers.report import END, START, splice, table
+from bench.peers.server import Server
 from bench.support import (
     ROOT,
     STARTED,
@@ -42,8 +41,6 @@ from bench.support import (
     say,
     subprocess_env,
 )
-from example_project.dburl import database_from_url
-from tests.settings import DEFAULT_DATABASE_URL
 
 PGQUEUER_VERSION = "1.6.0"
 PROCRASTINATE_VERSION = "3.10.0"
@@ -61,63 +58,13 @@ class Workload:
     idle_warmup: float = 15.0
     idle_window: float = 60.0
     idle_attempts: int = 2
+    rounds: int = 3
 
 
 FULL = Workload()
-QUICK = Workload(jobs=2_000, samples=20, idle_warmup=13.0, idle_window=6.0, idle_attempts=1)
-
-
-class Server:
-    """URLs to the databases of the server ``DATABASE_URL`` names, and an admin session."""
-
-    def __init__(self) -> None:
-        self.db = database_from_url(os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL)
-        self._admin: psycopg.Connection[Any] | None = None
-
-    def url(self, database: str) -> str:
-        db = self.db
-        auth = quote(db.get("USER") or "postgres")
-        if db.get("PASSWORD"):
-            auth += ":" + quote(db["PASSWORD"])
-        host = db.get("HOST") or "127.0.0.1"
-        return f"postgresql://{auth}@{host}:{db.get('PORT') or 5432}/{database}"
-
-    def admin(self) -> psycopg.Connection[Any]:
-        if self._admin is None or self._admin.closed:
-            name = self.db["NAME"] if self.db["NAME"].startswith("postgres") else "postgres"
-            self._admin = psycopg.connect(self.url(name), autocommit=True)
-        return self._admin
-
-    def recreate(self, database: str) -> None:
-        name = sql.Identifier(database)
-        self.admin().execute(sql.SQL("drop database if exists {} with (force)").format(name))
-        self.admin().execute(sql.SQL("create database {}").format(name))
-
-    def ensure(self, database: str) -> None:
-        found = self.admin().execute("select 1 from pg_database where datname = %s", (database,))
-        if found.fetchone() is None:
-            self.admin().execute(sql.SQL("create database {}").format(sql.Identifier(database)))
-
-    def xacts(self, database: str) -> int:
-        row = (
-            self.admin()
-            .execute(
-                "select xact_commit + xact_rollback from pg_stat_database where datname = %s",
-                (database,),
-            )
-            .fetchone()
-        )
-        assert row is not None
-        return int(row[0])
-
-    def sessions(self, database: str) -> int:
-        row = (
-            self.admin()
-            .execute("select count(*) from pg_stat_activity where datname = %s", (database,))
-            .fetchone()
-        )
-        assert row is not None
-        return int(row[0])
+QUICK = Workload(
+    jobs=2_000, samples=20, idle_warmup=13.0, idle_window=6.0, idle_attempts=1, rounds=1
+)
 
 
 class SideBySide:
@@ -197,8 +144,39 @@ class SideBySide:
     def measure(self, system: systems.System) -> None:
         w, result = self.workload, self.results.setdefault(system.key, {})
         details = self.details.setdefault(system.key, [])
+        enqueue_rates, drain_rates = [], []
+        while len(drain_rates) < w.rounds and w.jobs * sum(1 / r for r in drain_rates) < 60:
+            self.stop_workers()
+            enqueue_rate, drain_rate = self.enqueue_and_drain(system)
+            enqueue_rates.append(enqueue_rate)
+            drain_rates.append(drain_rate)
+        result["enqueue_rate"] = statistics.median(enqueue_rates)
+        result["drain_rate"] = statistics.median(drain_rates)
+        details.append(
+            f"enqueue {spread(enqueue_rates)}, drain {spread(drain_rates)} jobs/s "
+            f"over {len(drain_rates)} round(s)"
+        )
+        time.sleep(2.0)
+        gap = [f"{w.gap[0]:g}", f"{w.gap[1]:g}"]
+        sampled = self.side(system, "latency", "--samples", str(w.samples), "--gap", *gap)
+        latencies, calls = sampled["latency_ms"], sampled["enqueue_call_ms"]
+        result["wake_p50"] = statistics.median(latencies)
+        result["wake_p95"] = percentile(latencies, 95)
+        result["enqueue_call_p50"] = statistics.median(calls)
+        say(f"  wake p50 {result['wake_p50']:.2f} ms, p95 {result['wake_p95']:.2f} ms")
+        self.check_workers(time.perf_counter() + 1)
+        counted, noise, elapsed = self.idle(system)
+        result["idle_per_min"] = counted * 60 / elapsed
+        details.append(f"{counted} transactions in {elapsed:.1f} s, background {noise}")
+        say(f"  idle: {counted} transactions in {elapsed:.1f} s (background {noise})")
+
+    def enqueue_and_drain(self, system: systems.System) -> tuple[float, float]:
+        """One round on emptied tables: the enqueue rate, then the drain rate of two fresh
+        worker processes; they stay up for what follows."""
+        w = self.workload
+        with psycopg.connect(self.server.url(system.database), autocommit=True) as probe:
+            probe.execute(system.reset_sql)
         enqueued = self.side(system, "enqueue", "--jobs", str(w.jobs), "--batch", str(w.batch))
-        result["enqueue_rate"] = enqueued["rate"]
         say(f"  enqueue_many: {enqueued['rate']:,.0f} jobs/s")
         with psycopg.connect(self.server.url(system.database), autocommit=True) as probe:
             pending = self.pending(probe, system)
@@ -213,21 +191,8 @@ class SideBySide:
                 self.check_workers(deadline)
                 time.sleep(POLL_SECONDS)
             drain = time.perf_counter() - start
-        result["drain_rate"] = w.jobs / drain
         say(f"  drain: {w.jobs / drain:,.0f} jobs/s ({drain:.2f} s)")
-        time.sleep(2.0)
-        gap = [f"{w.gap[0]:g}", f"{w.gap[1]:g}"]
-        sampled = self.side(system, "latency", "--samples", str(w.samples), "--gap", *gap)
-        latencies, calls = sampled["latency_ms"], sampled["enqueue_call_ms"]
-        result["wake_p50"] = statistics.median(latencies)
-        result["wake_p95"] = percentile(latencies, 95)
-        result["enqueue_call_p50"] = statistics.median(calls)
-        say(f"  wake p50 {result['wake_p50']:.2f} ms, p95 {result['wake_p95']:.2f} ms")
-        self.check_workers(time.perf_counter() + 1)
-        counted, noise, elapsed = self.idle(system)
-        result["idle_per_min"] = counted * 60 / elapsed
-        details.append(f"{counted} transactions in {elapsed:.1f} s, background {noise}")
-        say(f"  idle: {counted} transactions in {elapsed:.1f} s (background {noise})")
+        return enqueued["rate"], w.jobs / drain
 
     def pending(self, probe: psycopg.Connection[Any], system: systems.System) -> int:
         row = probe.execute(system.pending_sql).fetchone()
@@ -284,6 +249,10 @@ class SideBySide:
         return facts
 
 
+def spread(values: list[float]) -> str:
+    return f"{min(values):,.0f}-{max(values):,.0f}"
+
+
 def run_side_by_side(*, quick: bool, page: Path | None) -> int:
     """Run the three systems; print the table; write the page's section after a full run."""
     workload = QUICK if quick else FULL
@@ -337,7 +306,9 @@ The same workload for each system, one after the other in one run, each in a dat
 own: {workload.jobs:,} no-op jobs enqueued in calls of {workload.batch:,} (the rate over the calls
 alone); the same jobs drained by {PROCESSES} worker processes, each started with the command
 below, timed from starting them to the benchmark seeing no job left unfinished in the system's
-own table (read every {POLL_SECONDS * 1000:.0f} ms; process start-up included); then
+own table (read every {POLL_SECONDS * 1000:.0f} ms; process start-up included); the median of
+{workload.rounds} such rounds (fewer once a system's drains have taken a minute), each on emptied
+tables with fresh workers; then
 {workload.samples} single jobs, {workload.gap[0]:g}-{workload.gap[1]:g} s apart so the workers
 are idle, each timed from just before its enqueue call to the first line of its body (the body
 sends `time.time()` back over UDP: one clock, no statement added), beside the enqueue call's own
@@ -362,5 +333,6 @@ settings' `WORKER_CONCURRENCY`). The peers' no-op and stamp tasks are coroutines
 each documents for I/O-bound work; ours are plain functions. The peers are installed with
 `pip install` into throw-away virtualenvs (`.local/bench-venvs/`, created on the first run) and
 are never dependencies of this project; their code for the run is in `bench/peers/`.
-Idle windows: {idle} (background: an idle session's catch-up transactions in an empty database).
+Spread and idle windows: {idle} (background: the catch-up transactions an idle session runs
+meanwhile in an empty database, 0 or 1 on a quiet server).
 {END}"""

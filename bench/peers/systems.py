@@ -29,6 +29,8 @@ class System:
     """The worker command; its first word is looked up in the system's interpreter's bin/."""
     pending_sql: str
     """Jobs not yet done, in the system's own tables."""
+    reset_sql: str
+    """Empties the system's job tables between rounds, its workers stopped."""
     install: tuple[str, ...] = ()
     """The peer's own schema install command, if any (run in its environment)."""
     packages: tuple[str, ...] = ()
@@ -76,6 +78,7 @@ def ours(version: str, database: str) -> System:
             str(CONCURRENCY),
         ),
         pending_sql="select count(*) from x_jobs where state <> 'completed'",
+        reset_sql="truncate x_jobs, x_job_counters, x_job_workers",
     )
 
 
@@ -94,6 +97,7 @@ def pgqueuer(version: str, database: str) -> System:
             str(PGQUEUER_BATCH),
         ),
         pending_sql="select count(*) from pgqueuer",
+        reset_sql="truncate pgqueuer, pgqueuer_log, pgqueuer_statistics",
         install=("pgq", "install"),
         # typer 0.29 hands ``pgq run`` its --log-level as a string, which pgqueuer 1.6 cannot use.
         packages=(f"pgqueuer=={version}", "asyncpg", "typer<0.29"),
@@ -115,6 +119,8 @@ def procrastinate(version: str, database: str) -> System:
             str(CONCURRENCY),
         ),
         pending_sql="select count(*) from procrastinate_jobs where status in ('todo', 'doing')",
+        reset_sql="truncate procrastinate_jobs, procrastinate_events, "
+        "procrastinate_periodic_defers cascade",
         install=("procrastinate", "--app=bench.peers.procrastinate_side.app", "schema", "--apply"),
         packages=(f"procrastinate=={version}",),
     )
