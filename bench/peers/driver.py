@@ -292,30 +292,37 @@ def section(
         f"| {system.label} | `{system.shown(system.worker)}` |" for system in runner.systems
     )
     load = ", ".join(f"{system.label} {runner.load[system.key]}" for system in runner.systems)
-    idle = "; ".join(
-        f"{system.label}: {', '.join(runner.details[system.key])}" for system in runner.systems
+    details = "\n".join(
+        f"- {system.label}: {'; '.join(runner.details[system.key])}" for system in runner.systems
     )
+    c = systems.CONCURRENCY
     return f"""{START}
 ## Side by side with pgqueuer and Procrastinate
 
-Written by `bench/run.py --peers` on {started:%Y-%m-%d %H:%M} UTC ({runtime / 60:.1f} minutes):
-{facts.get("cpu", "unknown CPU")}, {facts["cores"]} cores, PostgreSQL {facts["postgres"]} on the
-same machine, Python {facts["python"]}. Load average (1 min) as each system started: {load}.
+Written by `bench/run.py --peers` on {started:%Y-%m-%d %H:%M} UTC, in {runtime / 60:.1f} minutes.
+
+- machine: {facts.get("cpu", "unknown CPU")}, {facts["cores"]} cores; PostgreSQL {facts["postgres"]}
+  on the same machine; Python {facts["python"]}
+- load average (1 min) as each system started: {load}
 
 The same workload for each system, one after the other in one run, each in a database of its
-own: {workload.jobs:,} no-op jobs enqueued in calls of {workload.batch:,} (the rate over the calls
-alone); the same jobs drained by {PROCESSES} worker processes, each started with the command
-below, timed from starting them to the benchmark seeing no job left unfinished in the system's
-own table (read every {POLL_SECONDS * 1000:.0f} ms; process start-up included); the median of
-{workload.rounds} such rounds (fewer once a system's drains have taken a minute), each on emptied
-tables with fresh workers; then
-{workload.samples} single jobs, {workload.gap[0]:g}-{workload.gap[1]:g} s apart so the workers
-are idle, each timed from just before its enqueue call to the first line of its body (the body
-sends `time.time()` back over UDP: one clock, no statement added), beside the enqueue call's own
-duration; then the same two workers idle: transactions committed in the system's database over
-{workload.idle_window:g} s after {workload.idle_warmup:g} s of warm-up, counted from
-`pg_stat_database` as in the idle phase above (each autocommit statement is one transaction;
-`pg_stat_statements` is not loaded on this server).
+own:
+
+- **enqueue**: {workload.jobs:,} no-op jobs in calls of {workload.batch:,}; the rate over the
+  calls alone.
+- **drain**: the same jobs drained by {PROCESSES} worker processes, each started with the command
+  below, timed from starting them to the benchmark seeing no job left unfinished in the system's
+  own table (read every {POLL_SECONDS * 1000:.0f} ms; process start-up included). The median of
+  {workload.rounds} rounds (fewer once a system's drains have taken a minute), each on emptied
+  tables with fresh workers.
+- **wake**: {workload.samples} single jobs, {workload.gap[0]:g}-{workload.gap[1]:g} s apart so
+  that the workers are idle, each timed from just before its enqueue call to the first line of
+  its body (the body sends `time.time()` back over UDP: one clock, no statement added); beside
+  it, the enqueue call's own duration.
+- **idle**: the same two workers, idle; transactions committed in the system's database over
+  {workload.idle_window:g} s after {workload.idle_warmup:g} s of warm-up, counted from
+  `pg_stat_database` as in the idle phase above (each autocommit statement is one transaction;
+  `pg_stat_statements` is not loaded on this server).
 
 {table(rows, runner.results)}
 
@@ -326,13 +333,17 @@ below 1.00x is better for the others.
 | --- | --- |
 {commands}
 
-pgqueuer runs `pgq run` with its default `--batch-size` of {systems.PGQUEUER_BATCH} (spelled out)
-and no `--max-concurrent-tasks`, over asyncpg; Procrastinate's `--concurrency` defaults to 1, so it
-gets {systems.CONCURRENCY} slots like ours (`--concurrency {systems.CONCURRENCY}`, also the bench
-settings' `WORKER_CONCURRENCY`). The peers' no-op and stamp tasks are coroutines (`async def`), as
-each documents for I/O-bound work; ours are plain functions. The peers are installed with
-`pip install` into throw-away virtualenvs (`.local/bench-venvs/`, created on the first run) and
-are never dependencies of this project; their code for the run is in `bench/peers/`.
-Spread and idle windows: {idle} (background: the catch-up transactions an idle session runs
-meanwhile in an empty database, 0 or 1 on a quiet server).
+pgqueuer runs over asyncpg with its default `--batch-size` of {systems.PGQUEUER_BATCH} (spelled
+out) and no `--max-concurrent-tasks`. Procrastinate's `--concurrency` defaults to 1; it gets
+{c} slots per process like ours (`--concurrency {c}`, also the bench settings'
+`WORKER_CONCURRENCY`). The peers' no-op and stamp tasks are coroutines (`async def`); ours are
+plain functions. The peers are installed with `pip install` into throw-away virtualenvs
+(`.local/bench-venvs/`, created on the first run), never as dependencies of this project; with
+pgqueuer goes `typer<0.29`, since typer 0.29 breaks `pgq run`'s `--log-level` in pgqueuer
+{runner.systems[1].version}. The code of the run is in `bench/peers/`.
+
+Spread over the rounds, and the idle windows (background: the catch-up transactions an idle
+session runs meanwhile in an empty database, 0 or 1 on a quiet server):
+
+{details}
 {END}"""
