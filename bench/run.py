@@ -5,6 +5,7 @@ memory on PostgreSQL, each figure set beside a pgbench ceiling of the same SQL.
     .venv/bin/python bench/run.py                 # every phase; rewrites docs/benchmarks.md
     .venv/bin/python bench/run.py --quick         # about ten times smaller, for a smoke run
     .venv/bin/python bench/run.py --phases drain,latency
+    .venv/bin/python bench/run.py --peers         # beside pgqueuer and Procrastinate (bench/peers)
 
 It uses a database of its own (``ULTIMAT3_BENCH_DATABASE``, default ``ultimat3_bench``) on the
 server of ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/postgres``), creates it
@@ -16,15 +17,11 @@ bench.settings ...`` subprocesses; every one is ended when the run ends, however
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
-import math
 import os
-import platform
 import random
 import re
-import resource
 import shutil
 import signal
 import statistics
@@ -38,22 +35,39 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
-from psycopg.conninfo import make_conninfo  # noqa: E402
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-SETTINGS = "bench.settings"
+from bench.peers.driver import run_side_by_side
+from bench.peers.report import keep_section
+from bench.support import (
+    ROOT,
+    SETTINGS,
+    STARTED,
+    BenchError,
+    WorkerProcess,
+    children_cpu_seconds,
+    cpu_busy_seconds,
+    kib_to_mib,
+    load_average,
+    machine_facts,
+    percentile,
+    proc_status,
+    process_cpu_seconds,
+    say,
+    subprocess_env,
+)
+
 PGBENCH_DIR = Path(__file__).resolve().parent / "pgbench"
 DOCS_PAGE = ROOT / "docs" / "benchmarks.md"
 PHASES = ("enqueue_many", "enqueue", "drain", "latency", "idle", "rss", "pgbench")
 JOB_TABLES = ("x_jobs", "x_job_counters", "x_job_workers")
 WAKE_LIVE = "jobs.wake.live"
 WORKER_STARTED = "jobs.worker.started"
-STOP_SECONDS = 30.0
 QUIET_BACKGROUND = 1
 """Catch-up transactions of the control session up to which a window counts as quiet."""
 
@@ -93,10 +107,6 @@ QUICK = replace(
 )
 
 
-class BenchError(RuntimeError):
-    """The run cannot go on (a worker died, a wait timed out, a count came out wrong)."""
-
-
 @dataclass
 class Figure:
     """One measured figure; ``ceiling`` and ``insert_ceiling`` name the pgbench figures it is
@@ -111,171 +121,6 @@ class Figure:
     detail: str = ""
     ratio: float | None = None
     insert_ratio: float | None = None
-
-
-_T0 = time.perf_counter()
-
-
-def say(message: str) -> None:
-    print(f"[{time.perf_counter() - _T0:7.1f}s] {message}", file=sys.stderr, flush=True)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (``q`` in 0..100) of non-empty ``values``."""
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
-
-
-# -- the machine --------------------------------------------------------------------------------
-
-
-def cpu_busy_seconds() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine so far, from ``/proc/stat``."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:]]
-    ticks = os.sysconf("SC_CLK_TCK")
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    total = sum(fields[:8])
-    return (total - idle) / ticks, total / ticks
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of one live process, from ``/proc/<pid>/stat``."""
-    with open(f"/proc/{pid}/stat") as stat:
-        text = stat.read()
-    fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_seconds() -> float:
-    """CPU seconds of every waited-for descendant of this process (subprocesses, theirs)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def proc_status(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/status") as status:
-        return {
-            key: value.strip() for key, _, value in (line.partition(":") for line in status) if key
-        }
-
-
-def kib_to_mib(text: str) -> float:
-    return int(text.split()[0]) / 1024
-
-
-def load_average() -> str:
-    """The 1-minute load average, where ``/proc`` tells it."""
-    try:
-        with open("/proc/loadavg") as loadavg:
-            return loadavg.read().split()[0]
-    except OSError:
-        return "?"
-
-
-def machine_facts() -> dict[str, str]:
-    facts = {"cores": str(os.cpu_count())}
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemTotal:"):
-                    facts["memory"] = f"{kib_to_mib(line.split(':')[1]) / 1024:.1f} GiB"
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    facts["cpu"] = line.split(":", 1)[1].strip()
-                    break
-        with open("/proc/loadavg") as loadavg:
-            facts["load"] = " ".join(loadavg.read().split()[:3])
-    except OSError:
-        pass
-    facts["os"] = f"{platform.system()} {platform.release()}"
-    facts["python"] = platform.python_version()
-    import django
-
-    facts["django"] = django.get_version()
-    facts["psycopg"] = psycopg.__version__
-    facts["libpq"] = str(psycopg.pq.version())
-    return facts
-
-
-# -- worker subprocesses ------------------------------------------------------------------------
-
-
-def subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["DJANGO_SETTINGS_MODULE"] = SETTINGS
-    return env
-
-
-class WorkerProcess:
-    """One worker command in a process group of its own, its output in a log file."""
-
-    def __init__(self, argv: Sequence[str], log_path: Path) -> None:
-        self.argv = list(argv)
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 (closed in stop())
-        self.started = time.perf_counter()
-        self.popen = subprocess.Popen(
-            self.argv,
-            cwd=ROOT,
-            env=subprocess_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def log_tail(self, lines: int = 15) -> str:
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-    def wait_for_log(self, needle: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if needle in self.log_path.read_text(errors="replace"):
-                return
-            if self.popen.poll() is not None:
-                raise BenchError(
-                    f"the worker exited {self.popen.returncode} before logging {needle!r}:\n"
-                    + self.log_tail()
-                )
-            time.sleep(0.05)
-        raise BenchError(f"the worker did not log {needle!r} within {timeout:g} s")
-
-    def wait(self, timeout: float) -> int:
-        try:
-            code = self.popen.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise BenchError(f"the worker did not exit within {timeout:g} s") from None
-        if code != 0:
-            raise BenchError(f"the worker exited {code}:\n{self.log_tail()}")
-        return code
-
-    def stop(self) -> None:
-        """SIGTERM the group (the worker drains), then SIGKILL it if it has not exited."""
-        try:
-            if self.popen.poll() is None:
-                self._signal_group(signal.SIGTERM)
-                try:
-                    self.popen.wait(timeout=STOP_SECONDS)
-                except subprocess.TimeoutExpired:
-                    self._signal_group(signal.SIGKILL)
-                    self.popen.wait(timeout=10)
-            # Children of a supervisor that outlived it share its group.
-            self._signal_group(signal.SIGKILL)
-        finally:
-            self._log.close()
-
-    def _signal_group(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signum)
 
 
 # -- the benchmark ------------------------------------------------------------------------------
@@ -1033,6 +878,7 @@ server reachable and `pgbench` on the `PATH`:
 .venv/bin/python bench/run.py          # every phase, {runtime / 60:.0f} min; rewrites this page
 .venv/bin/python bench/run.py --quick  # about ten times smaller: a smoke run
 .venv/bin/python bench/run.py --phases drain,latency --json results.json
+.venv/bin/python bench/run.py --peers  # beside pgqueuer and Procrastinate: rewrites that section
 ```
 
 The run uses a database of its own, `ultimat3_bench` (`ULTIMAT3_BENCH_DATABASE` names another),
@@ -1081,6 +927,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-docs", action="store_true", help="write no results page")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="instead of the phases: ultimat3-jobs, pgqueuer and Procrastinate side by side, "
+        "written to the page's side-by-side section (with --quick: a smoke run, written nowhere)",
+    )
     args = parser.parse_args(argv)
     phases = [phase.strip() for phase in args.phases.split(",") if phase.strip()]
     unknown = sorted(set(phases) - set(PHASES))
@@ -1101,6 +953,8 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, on_signal)
+    if args.peers:
+        return run_side_by_side(quick=args.quick, page=None if args.no_docs else DOCS_PAGE)
     started = dt.datetime.now(dt.UTC)
     bench = Bench(args)
     try:
@@ -1114,11 +968,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         bench.stop_workers()
         shutil.rmtree(bench.tmp, ignore_errors=True)
-    runtime = time.perf_counter() - _T0
+    runtime = time.perf_counter() - STARTED
     say(f"done in {runtime / 60:.1f} minutes")
     print(bench.table())
     if args.output is not None:
-        args.output.write_text(render(bench, runtime, started), encoding="utf-8")
+        old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+        page = keep_section(old, render(bench, runtime, started))
+        args.output.write_text(page, encoding="utf-8")
         say(f"wrote {args.output}")
     if args.json is not None:
         payload = {

@@ -29,3 +29,6 @@ ULTIMAT3_JOBS = {
     "DEFAULT_TENANT": "none",
     "WORKER_CONCURRENCY": 32,
 }
+
+# ``bench.stamp`` (bench/jobs.py), the job of the side-by-side run's latency samples.
+INSTALLED_APPS = [*INSTALLED_APPS, "bench"]  # noqa: F405

@@ -1,0 +1,15 @@
+"""The benchmark's own job: ``bench.stamp`` tells the side-by-side run when its body started."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bench.peers.common import send_stamp
+from ultimat3_jobs import job
+
+
+@job(name="bench.stamp", tenant="none")
+def stamp(ctx: Any, tag: int, port: int) -> None:
+    started = time.time()
+    send_stamp(port, tag, started)

@@ -1,0 +1,192 @@
+"""What the benchmark's scripts share: progress lines, the machine's facts and counters, and
+worker subprocesses in process groups of their own."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import platform
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = "bench.settings"
+STOP_SECONDS = 30.0
+
+
+class BenchError(RuntimeError):
+    """The run cannot go on (a worker died, a wait timed out, a count came out wrong)."""
+
+
+STARTED = time.perf_counter()
+"""When the benchmark process started; ``say`` stamps its lines from here."""
+
+
+def say(message: str) -> None:
+    print(f"[{time.perf_counter() - STARTED:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..100) of non-empty ``values``."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+# -- the machine --------------------------------------------------------------------------------
+
+
+def cpu_busy_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from ``/proc/stat``."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    ticks = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    total = sum(fields[:8])
+    return (total - idle) / ticks, total / ticks
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of one live process, from ``/proc/<pid>/stat``."""
+    with open(f"/proc/{pid}/stat") as stat:
+        text = stat.read()
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of every waited-for descendant of this process (subprocesses, theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as status:
+        return {
+            key: value.strip() for key, _, value in (line.partition(":") for line in status) if key
+        }
+
+
+def kib_to_mib(text: str) -> float:
+    return int(text.split()[0]) / 1024
+
+
+def load_average() -> str:
+    """The 1-minute load average, where ``/proc`` tells it."""
+    try:
+        with open("/proc/loadavg") as loadavg:
+            return loadavg.read().split()[0]
+    except OSError:
+        return "?"
+
+
+def machine_facts() -> dict[str, str]:
+    facts = {"cores": str(os.cpu_count())}
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    facts["memory"] = f"{kib_to_mib(line.split(':')[1]) / 1024:.1f} GiB"
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    facts["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/loadavg") as loadavg:
+            facts["load"] = " ".join(loadavg.read().split()[:3])
+    except OSError:
+        pass
+    facts["os"] = f"{platform.system()} {platform.release()}"
+    facts["python"] = platform.python_version()
+    import django
+
+    facts["django"] = django.get_version()
+    facts["psycopg"] = psycopg.__version__
+    facts["libpq"] = str(psycopg.pq.version())
+    return facts
+
+
+# -- worker subprocesses ------------------------------------------------------------------------
+
+
+def subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["DJANGO_SETTINGS_MODULE"] = SETTINGS
+    return env
+
+
+class WorkerProcess:
+    """One worker command in a process group of its own, its output in a log file."""
+
+    def __init__(self, argv: Sequence[str], log_path: Path) -> None:
+        self.argv = list(argv)
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 (closed in stop())
+        self.started = time.perf_counter()
+        self.popen = subprocess.Popen(
+            self.argv,
+            cwd=ROOT,
+            env=subprocess_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def wait_for_log(self, needle: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if needle in self.log_path.read_text(errors="replace"):
+                return
+            if self.popen.poll() is not None:
+                raise BenchError(
+                    f"the worker exited {self.popen.returncode} before logging {needle!r}:\n"
+                    + self.log_tail()
+                )
+            time.sleep(0.05)
+        raise BenchError(f"the worker did not log {needle!r} within {timeout:g} s")
+
+    def wait(self, timeout: float) -> int:
+        try:
+            code = self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"the worker did not exit within {timeout:g} s") from None
+        if code != 0:
+            raise BenchError(f"the worker exited {code}:\n{self.log_tail()}")
+        return code
+
+    def stop(self) -> None:
+        """SIGTERM the group (the worker drains), then SIGKILL it if it has not exited."""
+        try:
+            if self.popen.poll() is None:
+                self._signal_group(signal.SIGTERM)
+                try:
+                    self.popen.wait(timeout=STOP_SECONDS)
+                except subprocess.TimeoutExpired:
+                    self._signal_group(signal.SIGKILL)
+                    self.popen.wait(timeout=10)
+            # Children of a supervisor that outlived it share its group.
+            self._signal_group(signal.SIGKILL)
+        finally:
+            self._log.close()
+
+    def _signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signum)
