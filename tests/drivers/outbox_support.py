@@ -109,7 +109,7 @@ def build_case(kind: str) -> Iterator[OutboxCase]:
         case = OutboxCase(pg_outbox, PostgresDriver(database="default"), PostgresOutboxControls())
     else:
         from ultimat3_jobs.drivers.memory import MemoryDriver
-        from ultimat3_jobs.drivers.memory_outbox import MemoryOutbox
+        from ultimat3_jobs.drivers.memory.outbox import MemoryOutbox
 
         memory_outbox = MemoryOutbox(database="default")
         case = OutboxCase(memory_outbox, MemoryDriver(), MemoryOutboxControls(memory_outbox))

@@ -17,7 +17,7 @@ from django.test import override_settings
 from tests.testapp import jobs
 from tests.unit.test_checks import SQLITE, extra_database
 from ultimat3_jobs.drivers import get_driver, get_outbox
-from ultimat3_jobs.drivers.memory_outbox import MemoryOutbox
+from ultimat3_jobs.drivers.memory.outbox import MemoryOutbox
 from ultimat3_jobs.drivers.postgres.outbox import PostgresOutbox
 from ultimat3_jobs.runtime.relay import Relay, RelayConfig
 

@@ -46,7 +46,7 @@ def get_driver() -> JobDriver:
 
 
 OUTBOX_STORE_PATH = "ultimat3_jobs.drivers.postgres.outbox.PostgresOutbox"
-MEMORY_OUTBOX_PATH = "ultimat3_jobs.drivers.memory_outbox.MemoryOutbox"
+MEMORY_OUTBOX_PATH = "ultimat3_jobs.drivers.memory.outbox.MemoryOutbox"
 _outboxes: dict[str, OutboxStore] = {}
 
 

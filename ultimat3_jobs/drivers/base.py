@@ -585,7 +585,7 @@ class JobDriver(abc.ABC):
         """Whether an enqueue inside ``transaction.atomic(using=database)`` commits or rolls
         back with that transaction, so it needs no outbox. True for the PostgreSQL driver on
         that alias; the memory driver answers True for every alias (it holds an enqueue made
-        inside ``atomic()`` blocks until they all commit, see ``drivers/memory_commit.py``)."""
+        inside ``atomic()`` blocks until they all commit, see ``drivers/memory/commit.py``)."""
         return True
 
     def queue_pause(self, *, queue: str, paused_by: str = "", reason: str = "") -> bool:

@@ -24,8 +24,8 @@ from typing import Any
 from django.db import transaction
 
 from ultimat3_jobs.drivers.base import OutboxStore, WakeSubscription, outbox_error_text
-from ultimat3_jobs.drivers.memory import MemoryWake
-from ultimat3_jobs.drivers.memory_commit import open_transactions
+from ultimat3_jobs.drivers.memory.commit import open_transactions
+from ultimat3_jobs.drivers.memory.wake import MemoryWake
 from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.types import EnqueueRequest
 

@@ -1,0 +1,126 @@
+"""The memory driver's rows: one ``x_jobs`` row as a dataclass, the claim heaps' entry
+types, and the helpers that read and write values as PostgreSQL would (``timestamptz`` in a UTC
+session, ``jsonb``)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+from ultimat3_jobs.errors import StoreRefused
+from ultimat3_jobs.serialization import check_json
+from ultimat3_jobs.types import ExpiredAttempt, JobState
+
+_COMPACT_MIN_STALE = 1024
+
+# (-priority, run_at, seq, version, id): claim order, then insertion order.
+_ReadyEntry = tuple[int, datetime, int, int, uuid.UUID]
+# (run_at, seq, version, id): when the row falls due.
+_DelayedEntry = tuple[datetime, int, int, uuid.UUID]
+CounterKey = tuple[str, str, datetime]
+
+
+@dataclass(slots=True, kw_only=True)
+class _Row:
+    """One row of ``x_jobs``, with the bookkeeping of the claim heaps."""
+
+    id: uuid.UUID
+    name: str
+    queue: str
+    state: JobState
+    priority: int
+    run_at: datetime
+    input_json: str
+    idempotency_key: str | None
+    tenant_id: str | None
+    enqueued_by: str | None
+    attempt: int
+    max_attempts: int
+    lease_seconds: int | None
+    claim_token: uuid.UUID | None
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    progress_json: str | None
+    result_json: str | None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    traceparent: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    seq: int
+    # A heap entry is valid only while the row is queued and the entry carries this version.
+    version: int = 0
+    # Whether the valid entry sits in a ready heap (due) rather than the delayed heap.
+    ready: bool = False
+    body_pending: bool = False
+
+
+def _as_utc(moment: datetime) -> datetime:
+    # A naive value is read the way ``::timestamptz`` reads it in the connection's UTC zone.
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _json_timestamp(moment: datetime) -> str:
+    """A timestamp as PostgreSQL writes a ``timestamptz`` into ``jsonb`` in a UTC session:
+    ISO 8601 with a ``T``, fractional seconds without trailing zeros, and ``+00:00``."""
+    utc = _as_utc(moment)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "+00:00"
+
+
+def _truncate(moment: datetime, period: str) -> datetime:
+    """``date_trunc(period, moment)`` in a UTC session."""
+    moment = moment.replace(second=0, microsecond=0)
+    return moment.replace(minute=0) if period == "hour" else moment
+
+
+def _json_text(value: Any) -> str | None:
+    """A jsonb value as ``->>`` reads it: text as is, anything else as its JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def _refuse_constant(token: str) -> NoReturn:
+    raise ValueError(f"{token} is not valid JSON")
+
+
+_JSONB_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _check_json(text: str, column: str) -> None:
+    # jsonb refuses what it cannot parse; refuse it here too rather than fail at read time.
+    try:
+        _JSONB_DECODER.decode(text)
+    except (TypeError, ValueError) as exc:
+        raise StoreRefused(reason=f"{column}: not valid JSON text for jsonb: {exc}") from exc
+
+
+def _expired(row: _Row) -> ExpiredAttempt:
+    assert row.claim_token is not None  # a running row holds its claim token
+    return ExpiredAttempt(
+        id=row.id,
+        claim_token=row.claim_token,
+        name=row.name,
+        attempt=row.attempt,
+        max_attempts=row.max_attempts,
+        started=not row.body_pending,
+    )
+
+
+def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
+    # Through JSON and back, so an error entry reads back as jsonb would give it; what jsonb
+    # refuses (NUL, a lone surrogate) is refused here too.
+    try:
+        check_json(entry, root="error", max_depth=4)
+    except ValueError as exc:  # JobInputInvalid, naming the field and the rule
+        raise StoreRefused(reason=getattr(exc, "message", str(exc))) from exc
+    normal: dict[str, Any] = json.loads(json.dumps(entry, allow_nan=False))
+    return normal
