@@ -5,9 +5,13 @@ uses them; the loader puts fragments in place and refuses what it cannot place."
 from __future__ import annotations
 
 import re
+import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.db import connection
 
 from ultimat3_jobs.drivers.postgres.queries import SQL_DIR, STATEMENTS, load, parse
 
@@ -92,3 +96,69 @@ def test_load_places_a_fragment_within_a_fragment(tmp_path: Path) -> None:
 def test_load_refuses_a_fragment_it_cannot_place(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         _load(tmp_path, text)
+
+
+def _run(name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(STATEMENTS[name], params)
+        return cursor.fetchall() if cursor.description is not None else []
+
+
+ENQUEUE: dict[str, Any] = {
+    "name": "tests.echo",
+    "queue": "default",
+    "priority": 0,
+    "run_at": None,
+    "delay_seconds": None,
+    "input": "{}",
+    "idempotency_key": None,
+    "tenant_id": None,
+    "enqueued_by": None,
+    "max_attempts": 3,
+    "lease_seconds": None,
+    "traceparent": "00-t-s-01",
+    "notify": False,
+}
+
+
+@pytest.mark.django_db
+def test_the_shared_insert_keeps_each_path_s_rules() -> None:
+    """Through the one INSERT: a paused name is flagged, a delay is honoured, and a fired
+    occurrence is due at once whatever timing its request carries."""
+    _run("pause_add", {"scope": "job", "target": "tests.echo", "paused_by": "t", "reason": ""})
+    delayed = {**ENQUEUE, "id": uuid.uuid4(), "delay_seconds": 60.0}
+    assert _run("job_enqueue", delayed)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    _run("leader_attempt_elect", {"name": "scheduler", "holder": "h", "ttl_seconds": 5.0})
+    (state,) = _run("scheduler_task_sync", {"names": ["tests.every_second"]})
+    fired = {
+        **ENQUEUE,
+        "id": uuid.uuid4(),
+        "run_at": later,
+        "idempotency_key": "occurrence",
+        "task": "tests.every_second",
+        "old_watermark": state[1],
+        "occurrence": state[1] + timedelta(seconds=1),
+        "dispatch": True,
+        "leader": "scheduler",
+        "holder": "h",
+        "epoch": 1,
+    }
+    moved, job_id, _ = _run("scheduler_fire", fired)[0]
+    assert (moved, job_id) == (1, fired["id"])
+    rows = {
+        row[0]: row[1:]
+        for row in _run_sql(
+            "select id, paused, run_at - created_at, traceparent from x_jobs"
+            " where id in (%(a)s, %(b)s)",
+            {"a": delayed["id"], "b": fired["id"]},
+        )
+    }
+    assert rows[delayed["id"]] == (True, timedelta(seconds=60), "00-t-s-01")
+    assert rows[fired["id"]] == (True, timedelta(0), "00-t-s-01")
+
+
+def _run_sql(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
