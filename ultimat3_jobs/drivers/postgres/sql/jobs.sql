@@ -1,27 +1,65 @@
--- name: job_enqueue
--- One round trip in the common case. An untargeted ON CONFLICT DO NOTHING covers both unique
--- indexes: the primary key (a republished outbox row keeps its id) and x_jobs_live_key (a live
--- row with the same name and idempotency key); job_enqueue_resolve answers which one it was.
--- It wakes listening workers (delivered at commit, dropped on rollback) only when the caller
--- asks: every notifying commit serialises on one lock, so the driver asks once per queue per
--- short slot. A job whose name is paused is flagged paused (out of the claim index); the
--- key-share lock on the pause row makes a resume wait for this commit, so the resume's unflag
--- sees the row.
-with inserted as (
-insert into x_jobs (
-    id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-    max_attempts, lease_seconds, traceparent, created_at, paused
-)
-values (
-    %(id)s, %(name)s, %(queue)s, %(priority)s,
-    coalesce(%(run_at)s::timestamptz, now() + make_interval(secs => coalesce(%(delay_seconds)s::float8, 0))),
-    %(input)s::jsonb, %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s,
-    %(max_attempts)s, %(lease_seconds)s, %(traceparent)s, now(),
-    exists (select 1 from x_job_pauses p
-            where p.scope = 'job' and p.target = %(name)s for key share)
-)
+-- fragment: job_row_columns
+-- The columns of one job to insert, as every source of rows answers them (job_param_row,
+-- job_batch_rows, a fired occurrence); ord keeps a batch's order.
+id, name, queue, priority, run_at, delay_seconds, input, idempotency_key, tenant_id,
+enqueued_by, max_attempts, lease_seconds, traceparent, ord
+
+-- fragment: job_param_row
+-- One job from the single-job parameters, typed as the batch arrays are.
+select %(id)s::uuid, %(name)s::text, %(queue)s::text, %(priority)s::int,
+       %(run_at)s::timestamptz, %(delay_seconds)s::float8, %(input)s::text,
+       %(idempotency_key)s::text, %(tenant_id)s::text, %(enqueued_by)s::text,
+       %(max_attempts)s::int, %(lease_seconds)s::int, %(traceparent)s::text, 1::bigint
+
+-- fragment: job_batch_rows
+-- Up to 1,000 jobs as one array parameter per column, never thousands of placeholders.
+unnest(
+    %(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
+    %(run_ats)s::timestamptz[], %(delays)s::float8[], %(inputs)s::text[], %(keys)s::text[],
+    %(tenants)s::text[], %(enqueued_bys)s::text[], %(max_attempts)s::int[],
+    %(lease_seconds)s::int[], %(traceparents)s::text[]
+) with ordinality as r({{job_row_columns}})
+
+-- fragment: job_columns
+-- What a job carries from its request to its row, in x_jobs and in x_outbox alike.
+id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
+max_attempts, lease_seconds, traceparent, created_at
+
+-- fragment: job_values
+-- The values of job_columns but created_at, from a row r of job_row_columns: due at run_at, else
+-- after delay_seconds, else now.
+r.id, r.name, r.queue, r.priority,
+       coalesce(r.run_at, now() + make_interval(secs => coalesce(r.delay_seconds, 0))),
+       r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
+       r.max_attempts, r.lease_seconds, r.traceparent
+
+-- fragment: job_insert
+-- The one job INSERT (job_enqueue, job_enqueue_many, scheduler_fire; the relay publishes
+-- through job_enqueue_many), from a CTE job_rows(job_row_columns), in its order. An untargeted
+-- ON CONFLICT DO NOTHING covers both unique indexes: the primary key (a republished outbox row
+-- keeps its id) and x_jobs_live_key (a live row with the same name and idempotency key); rows
+-- inserted earlier in the same statement count. A job whose name is paused is flagged paused
+-- (out of the claim index), from one read of the job pauses per statement; the key-share lock
+-- on the pause row makes a resume wait for this commit, so the resume's unflag sees the row.
+insert into x_jobs ({{job_columns}}, paused)
+select {{job_values}}, now(),
+       r.name = any (select p.target from x_job_pauses p
+                     where p.scope = 'job' and p.target in (select n.name from job_rows n)
+                     for key share)
+from job_rows r
+order by r.ord
 on conflict do nothing
 returning id, queue
+
+-- name: job_enqueue
+-- One round trip in the common case, through the one job INSERT (job_insert: its conflict rule,
+-- its pause flag); job_enqueue_resolve answers which unique index skipped a row. It wakes
+-- listening workers (delivered at commit, dropped on rollback) only when the caller asks: every
+-- notifying commit serialises on one lock, so the driver asks once per queue per short slot.
+with job_rows({{job_row_columns}}) as (
+    {{job_param_row}}
+), inserted as (
+    {{job_insert}}
 )
 select i.id, (select pg_notify('ultimat3_jobs', i.queue) where %(notify)s)
 from inserted i
@@ -39,34 +77,13 @@ order by (j.id = %(id)s) desc
 limit 1
 
 -- name: job_enqueue_many
--- Up to 1,000 jobs in one statement: arrays cross as one parameter each, never as thousands of
--- placeholders. Same conflict rule as job_enqueue; rows inserted earlier in the same statement
--- count, so a key repeated within the batch dedupes to its first row. One wake per queue the
--- driver names in notify_queues, never one per job. Paused names are flagged as in
--- job_enqueue, from one read of the job pauses per statement.
-with inserted as (
-insert into x_jobs (
-    id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-    max_attempts, lease_seconds, traceparent, created_at, paused
-)
-select r.id, r.name, r.queue, r.priority,
-       coalesce(r.run_at, now() + make_interval(secs => coalesce(r.delay_seconds, 0))),
-       r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
-       r.max_attempts, r.lease_seconds, r.traceparent, now(),
-       r.name = any (select p.target from x_job_pauses p
-                     where p.scope = 'job' and p.target = any(%(names)s::text[]) for key share)
-from unnest(
-    %(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
-    %(run_ats)s::timestamptz[], %(delays)s::float8[], %(inputs)s::text[], %(keys)s::text[],
-    %(tenants)s::text[], %(enqueued_bys)s::text[], %(max_attempts)s::int[],
-    %(lease_seconds)s::int[], %(traceparents)s::text[]
-) with ordinality as r(
-    id, name, queue, priority, run_at, delay_seconds, input, idempotency_key, tenant_id,
-    enqueued_by, max_attempts, lease_seconds, traceparent, ord
-)
-order by r.ord
-on conflict do nothing
-returning id, queue
+-- Up to 1,000 jobs in one statement (job_batch_rows), through the one job INSERT: rows inserted
+-- earlier in the same statement count, so a key repeated within the batch dedupes to its first
+-- row. One wake per queue the driver names in notify_queues, never one per job.
+with job_rows({{job_row_columns}}) as (
+    select {{job_row_columns}} from {{job_batch_rows}}
+), inserted as (
+    {{job_insert}}
 ), woken as (
     select pg_notify('ultimat3_jobs', w.queue)
     from (select distinct queue from inserted where queue = any(%(notify_queues)s::text[])) as w
@@ -181,14 +198,12 @@ with done as (
         as a(id, token, result, progress)
     where j.id = a.id and j.state = 'running' and j.claim_token = a.token
     returning j.id, j.name
-), counted as (
-    insert into x_job_counters (name, period, bucket, completed)
-    select d.name, 'minute', date_trunc('minute', now()), count(*)
+), counter_deltas({{counter_columns}}) as (
+    select d.name, 'minute', date_trunc('minute', now()), count(*), 0, 0, 0, 0, 0
     from done d
     group by d.name
-    order by d.name
-    on conflict (name, period, bucket)
-    do update set completed = x_job_counters.completed + excluded.completed
+), counted as (
+    {{counter_upsert}}
 )
 select id from done
 
@@ -208,13 +223,12 @@ with settled as (
         worker_id = null
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
     returning j.id, j.name
-), counted as (
-    insert into x_job_counters (name, period, bucket, retried)
-    select s.name, 'minute', date_trunc('minute', now()), 1
+), counter_deltas({{counter_columns}}) as (
+    select s.name, 'minute', date_trunc('minute', now()), 0, 1, 0, 0, 0, 0
     from settled s
     where %(counts_as_attempt)s
-    on conflict (name, period, bucket)
-    do update set retried = x_job_counters.retried + excluded.retried
+), counted as (
+    {{counter_upsert}}
 )
 select id from settled
 
@@ -232,15 +246,13 @@ with settled as (
         lease_expires_at = null
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
     returning j.id, j.name
-), counted as (
-    insert into x_job_counters (name, period, bucket, dead, refused)
-    select s.name, 'minute', date_trunc('minute', now()),
-           case when %(counts_as_attempt)s then 1 else 0 end,
-           case when %(counts_as_attempt)s then 0 else 1 end
+), counter_deltas({{counter_columns}}) as (
+    select s.name, 'minute', date_trunc('minute', now()), 0, 0,
+           case when %(counts_as_attempt)s then 1 else 0 end, 0,
+           case when %(counts_as_attempt)s then 0 else 1 end, 0
     from settled s
-    on conflict (name, period, bucket)
-    do update set dead = x_job_counters.dead + excluded.dead,
-                  refused = x_job_counters.refused + excluded.refused
+), counted as (
+    {{counter_upsert}}
 )
 select id from settled
 
@@ -250,12 +262,11 @@ with settled as (
     delete from x_jobs j
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
     returning j.id, j.name
-), counted as (
-    insert into x_job_counters (name, period, bucket, dropped)
-    select s.name, 'minute', date_trunc('minute', now()), 1
+), counter_deltas({{counter_columns}}) as (
+    select s.name, 'minute', date_trunc('minute', now()), 0, 0, 0, 1, 0, 0
     from settled s
-    on conflict (name, period, bucket)
-    do update set dropped = x_job_counters.dropped + excluded.dropped
+), counted as (
+    {{counter_upsert}}
 )
 select id from settled
 
@@ -318,12 +329,11 @@ with cancelled as (
                           'attempt', attempt, 'worker_id', worker_id, 'at', now())) end
     where id = %(id)s and state in ('queued', 'running')
     returning id, name
-), counted as (
-    insert into x_job_counters (name, period, bucket, cancelled)
-    select c.name, 'minute', date_trunc('minute', now()), 1
+), counter_deltas({{counter_columns}}) as (
+    select c.name, 'minute', date_trunc('minute', now()), 0, 0, 0, 0, 0, 1
     from cancelled c
-    on conflict (name, period, bucket)
-    do update set cancelled = x_job_counters.cancelled + excluded.cancelled
+), counted as (
+    {{counter_upsert}}
 )
 select id from cancelled
 
@@ -415,20 +425,16 @@ with decided as (
     select id, name, action, attempt, counts from kept
     union all
     select id, name, action, attempt, counts from dropped
-), counted as (
-    insert into x_job_counters (name, period, bucket, retried, dead, dropped)
-    select r.name, 'minute', date_trunc('minute', now()),
+), counter_deltas({{counter_columns}}) as (
+    select r.name, 'minute', date_trunc('minute', now()), 0,
            count(*) filter (where r.action = 'retry'),
            count(*) filter (where r.action = 'fail'),
-           count(*) filter (where r.action = 'drop')
+           count(*) filter (where r.action = 'drop'), 0, 0
     from rescued r
     where r.counts
     group by r.name
-    order by r.name
-    on conflict (name, period, bucket)
-    do update set retried = x_job_counters.retried + excluded.retried,
-                  dead = x_job_counters.dead + excluded.dead,
-                  dropped = x_job_counters.dropped + excluded.dropped
+), counted as (
+    {{counter_upsert}}
 )
 select id, name, action, attempt from rescued
 

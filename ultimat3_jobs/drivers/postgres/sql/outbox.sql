@@ -4,25 +4,11 @@
 -- id. The relay's wake is a NOTIFY, delivered at commit and dropped on rollback, sent only when
 -- the caller asks (at most once per slot).
 with staged as (
-insert into x_outbox (
-    id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-    max_attempts, lease_seconds, traceparent, created_at
-)
-select r.id, r.name, r.queue, r.priority,
-       coalesce(r.run_at, now() + make_interval(secs => coalesce(r.delay_seconds, 0))),
-       r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
-       r.max_attempts, r.lease_seconds, r.traceparent, clock_timestamp()
-from unnest(
-    %(ids)s::uuid[], %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
-    %(run_ats)s::timestamptz[], %(delays)s::float8[], %(inputs)s::text[], %(keys)s::text[],
-    %(tenants)s::text[], %(enqueued_bys)s::text[], %(max_attempts)s::int[],
-    %(lease_seconds)s::int[], %(traceparents)s::text[]
-) with ordinality as r(
-    id, name, queue, priority, run_at, delay_seconds, input, idempotency_key, tenant_id,
-    enqueued_by, max_attempts, lease_seconds, traceparent, ord
-)
-order by r.ord
-returning id
+    insert into x_outbox ({{job_columns}})
+    select {{job_values}}, clock_timestamp()
+    from {{job_batch_rows}}
+    order by r.ord
+    returning id
 )
 select count(*), (select pg_notify('ultimat3_jobs_outbox', '') where %(notify)s)
 from staged
@@ -78,6 +64,6 @@ with gone as (
         where published_at < now() - make_interval(secs => %(retention_seconds)s)
         limit %(limit)s
     )
-    returning id
+        returning id
 )
 select count(*) from gone

@@ -29,19 +29,14 @@ with held_lease as (
     where t.name = %(task)s and t.watermark = %(old_watermark)s
       and exists (select 1 from held_lease)
     for update
-), inserted as (
-    insert into x_jobs (
-        id, name, queue, priority, run_at, input, idempotency_key, tenant_id, enqueued_by,
-        max_attempts, lease_seconds, traceparent, created_at, paused
-    )
-    select %(id)s, %(name)s, %(queue)s, %(priority)s, now(), %(input)s::jsonb,
-           %(idempotency_key)s, %(tenant_id)s, %(enqueued_by)s, %(max_attempts)s,
-           %(lease_seconds)s, %(traceparent)s, now(),
-           exists (select 1 from x_job_pauses p
-                   where p.scope = 'job' and p.target = %(name)s for key share)
+), job_rows({{job_row_columns}}) as (
+    -- An occurrence is due at once, whatever timing its request carries.
+    select id, name, queue, priority, null::timestamptz, null::float8, input, idempotency_key,
+           tenant_id, enqueued_by, max_attempts, lease_seconds, traceparent, ord
+    from ({{job_param_row}}) as p({{job_row_columns}})
     where %(dispatch)s and exists (select 1 from fence)
-    on conflict do nothing
-    returning id, queue
+), inserted as (
+    {{job_insert}}
 ), moved as (
     update x_scheduler_tasks t
     set watermark = %(occurrence)s,
