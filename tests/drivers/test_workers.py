@@ -141,7 +141,11 @@ def test_demand_is_all_zeros_while_draining(driver):
 
 
 def test_demand_is_bounded_like_queue_demand(driver, monkeypatch):
-    monkeypatch.setattr(sys.modules[type(driver).__module__], "QUEUE_DEMAND_ROWS", 3)
+    # The driver's methods may live in mixins: patch the bound in every module of its classes.
+    for klass in type(driver).__mro__:
+        module = sys.modules[klass.__module__]
+        if hasattr(module, "QUEUE_DEMAND_ROWS"):
+            monkeypatch.setattr(module, "QUEUE_DEMAND_ROWS", 3)
     for _ in range(5):
         enqueue(driver)
     beat(driver)
