@@ -183,7 +183,8 @@ def rescued_jobs(result: Result) -> list[RescuedJob]:
 
 def ids(result: Result, column: str = "id") -> set[uuid.UUID]:
     """The job ids a fenced write or an insert answered."""
-    return {as_uuid(value) for value in result.column(column)}
+    (position,) = result.positions(column)
+    return {as_uuid(row[position]) for row in result.rows}
 
 
 def enqueue_answers(result: Result) -> dict[uuid.UUID, uuid.UUID]:
