@@ -19,8 +19,12 @@ from ultimat3_jobs.drivers.base import (
     WakeSubscription,
     outbox_error_text,
 )
-from ultimat3_jobs.drivers.postgres.driver import _as_uuid, batch_params
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.drivers.postgres.params import batch_params
+from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
+from ultimat3_jobs.drivers.postgres.rows import operator as operator_rows
+from ultimat3_jobs.drivers.postgres.rows import outbox as outbox_rows
+from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.models import OutboxEntry
@@ -68,34 +72,14 @@ class PostgresOutbox(OutboxStore):
     def outbox_claim(
         self, *, relay_id: str, limit: int, lease_seconds: float
     ) -> list[EnqueueRequest]:
-        rows = self._rows.run(
-            "outbox_claim",
-            {"relay_id": relay_id, "limit": limit, "lease_seconds": float(lease_seconds)},
-        )
-        rows.sort(key=lambda row: (row[12], row[0]))
-        return [
-            EnqueueRequest(
-                id=_as_uuid(row[0]),
-                name=row[1],
-                queue=row[2],
-                priority=row[3],
-                run_at=row[4],
-                input_json=row[5],
-                idempotency_key=row[6],
-                tenant_id=row[7],
-                enqueued_by=row[8],
-                max_attempts=row[9],
-                lease_seconds=row[10],
-                traceparent=row[11],
-            )
-            for row in rows
-        ]
+        params = {"relay_id": relay_id, "limit": limit, "lease_seconds": float(lease_seconds)}
+        return outbox_rows.claimed_requests(fetch(self._rows, "outbox_claim", params))
 
     def outbox_mark_published(self, *, relay_id: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
         if not ids:
             return set()
-        rows = self._rows.run("outbox_mark_published", {"relay_id": relay_id, "ids": list(ids)})
-        return {_as_uuid(row[0]) for row in rows}
+        params = {"relay_id": relay_id, "ids": list(ids)}
+        return job_rows.ids(fetch(self._rows, "outbox_mark_published", params))
 
     def outbox_record_failure(
         self, *, relay_id: str, job_id: uuid.UUID, error: str, retry_seconds: float
@@ -109,11 +93,8 @@ class PostgresOutbox(OutboxStore):
         return bool(self._rows.run("outbox_record_failure", params))
 
     def outbox_purge_published(self, *, retention_seconds: float, limit: int) -> int:
-        rows = self._rows.run(
-            "outbox_purge_published",
-            {"retention_seconds": float(retention_seconds), "limit": limit},
-        )
-        return int(rows[0][0]) if rows else 0
+        params = {"retention_seconds": float(retention_seconds), "limit": limit}
+        return operator_rows.count(fetch(self._rows, "outbox_purge_published", params))
 
     def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
         listener = QueueListener(database=self._rows.db, channel=OUTBOX_CHANNEL, on_wake=on_wake)

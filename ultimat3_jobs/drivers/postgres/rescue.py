@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
+from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.models import RawStatementManager
 from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, RescuedJob
-
-
-def _as_uuid(value: Any) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 def rescue_expired(
@@ -27,21 +24,12 @@ def rescue_expired(
 ) -> list[RescuedJob]:
     if limit <= 0:
         return []
-    expired = [
-        ExpiredAttempt(
-            id=_as_uuid(row[0]),
-            claim_token=_as_uuid(row[1]),
-            name=row[2],
-            attempt=row[3],
-            max_attempts=row[4],
-            started=not row[5],
-        )
-        for row in jobs.run("job_rescue_expired_scan", {"limit": limit})
-    ]
+    expired = job_rows.expired_attempts(fetch(jobs, "job_rescue_expired_scan", {"limit": limit}))
     if not expired:
         return []
     decisions = [decide(attempt) for attempt in expired]
-    rows = jobs.run(
+    result = fetch(
+        jobs,
         "job_rescue_expired",
         {
             "ids": [attempt.id for attempt in expired],
@@ -52,9 +40,7 @@ def rescue_expired(
         },
     )
     order = {attempt.id: index for index, attempt in enumerate(expired)}
-    rescued = [
-        RescuedJob(id=_as_uuid(row[0]), name=row[1], action=row[2], attempt=row[3]) for row in rows
-    ]
+    rescued = job_rows.rescued_jobs(result)
     rescued.sort(key=lambda job: order[job.id])
     return rescued
 
@@ -67,7 +53,8 @@ def mark_pending(
 ) -> set[uuid.UUID]:
     if not attempts:
         return set()
-    rows = jobs.run(
+    result = fetch(
+        jobs,
         "job_mark_pending_many",
         {
             "ids": [job_id for job_id, _ in attempts],
@@ -75,4 +62,4 @@ def mark_pending(
             "pending": pending,
         },
     )
-    return {_as_uuid(row[0]) for row in rows}
+    return job_rows.ids(result)

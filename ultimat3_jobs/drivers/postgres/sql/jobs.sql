@@ -94,7 +94,7 @@ where (select count(*) from woken) >= 0
 
 -- name: job_enqueue_many_resolve
 -- Answers every skipped row of a batch in one statement: by id first, else the live row of its key.
-select k.id, j.id, (j.id = k.id) as same_id
+select k.id as requested, j.id as found, (j.id = k.id) as same_id
 from unnest(%(ids)s::uuid[], %(names)s::text[], %(keys)s::text[]) as k(id, name, idempotency_key)
 join x_jobs j
   on j.id = k.id
@@ -364,7 +364,7 @@ select j.state,
           and d.idempotency_key = j.idempotency_key
           and d.state in ('queued', 'running')
           and d.id <> j.id
-        limit 1)
+        limit 1) as holder
 from x_jobs j
 where j.id = %(id)s
 
@@ -470,7 +470,7 @@ with recursive levels as (
         limit 1
     ) as below
 )
-select q.name,
+select q.name as queue,
        case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name)
             then 0
             else (select count(*) from (
@@ -487,7 +487,7 @@ select q.name,
                      ) as due
                      where l.queue = q.name
                      limit %(limit)s) as ready)
-       end
+       end as ready
 from unnest(%(queues)s::text[]) as q(name)
 
 -- name: wake_notify

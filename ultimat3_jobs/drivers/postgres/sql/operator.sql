@@ -100,9 +100,9 @@ with failed as (
     select pg_notify('ultimat3_jobs', w.queue)
     from (select distinct m.queue from moved m) as w
 )
-select (select count(*) from moved),
-       (select count(*) from failed) - (select count(*) from moved),
-       (select count(*) from woken)
+select (select count(*) from moved) as moved,
+       (select count(*) from failed) - (select count(*) from moved) as remaining,
+       (select count(*) from woken) as woken
 
 -- name: queue_stats
 -- Jobs per queue and state in one statement, cheap at any size of history. Live states read
@@ -156,9 +156,10 @@ with recursive names (name) as (
     ) as c
     where n.name is not null
 )
-select q.queue, 'queued', q.jobs, extract(epoch from now() - q.oldest)::float8, true,
+select q.queue, 'queued' as state, q.jobs,
+       extract(epoch from now() - q.oldest)::float8 as oldest_ready_seconds, true as exact,
        case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.queue)
-            then 0 else q.ready end
+            then 0 else q.ready end as ready
 from queued q
 union all
 select r.queue, 'running', r.jobs, null::float8, true, 0
@@ -197,8 +198,9 @@ order by r.bucket, r.name collate "C"
 -- Everything that ever settled, per job name, for monotonic metrics: a sum over the whole
 -- counters table (one row per name and minute that settled something), so its cost grows with
 -- the counters' history.
-select c.name, sum(c.completed)::bigint, sum(c.retried)::bigint, sum(c.dead)::bigint,
-       sum(c.dropped)::bigint, sum(c.refused)::bigint, sum(c.cancelled)::bigint
+select c.name, sum(c.completed)::bigint as completed, sum(c.retried)::bigint as retried,
+       sum(c.dead)::bigint as dead, sum(c.dropped)::bigint as dropped,
+       sum(c.refused)::bigint as refused, sum(c.cancelled)::bigint as cancelled
 from x_job_counters c
 group by c.name
 order by c.name collate "C"

@@ -46,8 +46,8 @@ with held_lease as (
     where t.name = (select f.name from fence f)
     returning t.name
 )
-select (select count(*) from moved),
-       (select id from inserted),
+select (select count(*) from moved) as moved,
+       (select id from inserted) as job_id,
        (select pg_notify('ultimat3_jobs', i.queue) from inserted i)
 
 -- name: leader_attempt_elect
@@ -60,7 +60,7 @@ set holder = excluded.holder,
     expires_at = excluded.expires_at,
     epoch = case when l.holder = excluded.holder then l.epoch else l.epoch + 1 end
 where l.holder = excluded.holder or l.expires_at < now()
-returning epoch, expires_at, now()
+returning epoch, expires_at, now() as store_now
 
 -- name: leader_resign
 -- A stopping leader lets go at once, so a follower need not wait for the lease to end.

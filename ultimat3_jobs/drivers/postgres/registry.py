@@ -1,0 +1,68 @@
+"""The worker registry and the wake of the PostgreSQL driver
+(:class:`~ultimat3_jobs.drivers.postgres.driver.PostgresDriver`)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+
+from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, WakeSubscription
+from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.drivers.postgres.params import WAKE_CHANNEL
+from ultimat3_jobs.drivers.postgres.rows import operator as operator_rows
+from ultimat3_jobs.drivers.postgres.rows.result import fetch
+from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
+from ultimat3_jobs.models import RawStatementManager
+from ultimat3_jobs.types import WorkerRecord
+
+
+@speaks_seam_errors
+class WorkerMethods:
+    """Mixed into the driver; reads its statement managers and its listeners."""
+
+    _workers: RawStatementManager
+    _listeners: weakref.WeakSet[QueueListener]
+    _listeners_lock: threading.Lock
+
+    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+        """A :class:`~ultimat3_jobs.drivers.postgres.listen.QueueListener` on its own connection
+        to this alias' database; live once its first probe comes back."""
+        listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=on_wake)
+        with self._listeners_lock:
+            self._listeners.add(listener)
+        listener.start()
+        return listener
+
+    def worker_heartbeat(
+        self,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        slots: int,
+        ttl_seconds: float,
+        draining: bool = False,
+    ) -> None:
+        if isinstance(queues, str):
+            raise TypeError("queues must be a sequence of queue names, not one string")
+        self._workers.run(
+            "worker_heartbeat",
+            {
+                "id": worker_id,
+                "host": host,
+                "pid": pid,
+                "queues": list(dict.fromkeys(queues)),
+                "slots": slots,
+                "ttl_seconds": float(ttl_seconds),
+                "draining": bool(draining),
+                "limit": QUEUE_DEMAND_ROWS,
+            },
+        )
+
+    def worker_list(self) -> list[WorkerRecord]:
+        return operator_rows.workers(fetch(self._workers, "worker_list"))
+
+    def worker_remove(self, *, worker_id: str) -> bool:
+        return bool(self._workers.run("worker_remove", {"id": worker_id}))

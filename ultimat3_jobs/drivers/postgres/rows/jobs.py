@@ -1,0 +1,199 @@
+"""Rows of the job statements (``sql/jobs.sql``, ``job_list`` and ``job_get``) by column name."""
+
+from __future__ import annotations
+
+import uuid
+
+from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid
+from ultimat3_jobs.serialization import decode_json
+from ultimat3_jobs.types import (
+    ClaimedJob,
+    ExpiredAttempt,
+    JobRecord,
+    JobState,
+    JobSummary,
+    RescuedJob,
+)
+
+CLAIMED = (
+    "id",
+    "name",
+    "queue",
+    "input",
+    "attempt",
+    "max_attempts",
+    "claim_token",
+    "priority",
+    "tenant_id",
+    "lease_expires_at",
+    "created_at",
+    "traceparent",
+)
+
+
+def claimed_jobs(result: Result) -> list[ClaimedJob]:
+    """``job_claim``'s rows in claim order: highest priority first, then earliest due."""
+    pick = result.picker(*CLAIMED)
+    order = result.picker("priority", "run_at")
+    rows = sorted(result.rows, key=lambda row: _claim_order(*order(row)))
+    return [
+        ClaimedJob(
+            id=as_uuid(id_),
+            name=name,
+            queue=queue,
+            input=decode_json(input_),
+            attempt=attempt,
+            max_attempts=max_attempts,
+            claim_token=as_uuid(token),
+            priority=priority,
+            tenant_id=tenant_id,
+            lease_expires_at=lease_expires_at,
+            enqueued_at=created_at,
+            traceparent=traceparent,
+        )
+        for (
+            id_,
+            name,
+            queue,
+            input_,
+            attempt,
+            max_attempts,
+            token,
+            priority,
+            tenant_id,
+            lease_expires_at,
+            created_at,
+            traceparent,
+        ) in map(pick, rows)
+    ]
+
+
+def _claim_order(priority: int, run_at: object) -> tuple[int, object]:
+    return (-priority, run_at)
+
+
+RECORD = (
+    "id",
+    "name",
+    "queue",
+    "state",
+    "priority",
+    "run_at",
+    "input",
+    "idempotency_key",
+    "tenant_id",
+    "enqueued_by",
+    "attempt",
+    "max_attempts",
+    "worker_id",
+    "lease_expires_at",
+    "progress",
+    "result",
+    "errors",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
+
+
+def job_record(result: Result) -> JobRecord | None:
+    """``job_get``'s row, or ``None`` when no job has the id."""
+    row = result.first(*RECORD)
+    if row is None:
+        return None
+    record = dict(zip(RECORD, row, strict=True))
+    return JobRecord(
+        **{
+            **record,
+            "id": as_uuid(record["id"]),
+            "state": JobState(record["state"]),
+            "input": decode_json(record["input"]),
+            "progress": decode_json(record["progress"]),
+            "result": decode_json(record["result"]),
+            "errors": decode_json(record["errors"]) or [],
+        }
+    )
+
+
+SUMMARY = (
+    "id",
+    "name",
+    "queue",
+    "state",
+    "priority",
+    "run_at",
+    "idempotency_key",
+    "tenant_id",
+    "attempt",
+    "max_attempts",
+    "worker_id",
+    "error_count",
+    "last_error_class",
+    "last_error_message",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
+
+
+def list_anchored(result: Result) -> bool:
+    """Whether ``job_list``'s cursor (the job to list after) still exists."""
+    first = result.first("anchored")
+    return first is not None and bool(*first)
+
+
+def job_summaries(result: Result) -> list[JobSummary]:
+    """``job_list``'s rows; the row that only carries ``anchored`` (no job) is left out."""
+    summaries: list[JobSummary] = []
+    for values in result.picked(*SUMMARY):
+        summary = dict(zip(SUMMARY, values, strict=True))
+        if summary["id"] is None:
+            continue
+        summary["id"] = as_uuid(summary["id"])
+        summary["state"] = JobState(summary["state"])
+        summary["error_count"] = int(summary["error_count"])
+        summaries.append(JobSummary(**summary))
+    return summaries
+
+
+def expired_attempts(result: Result) -> list[ExpiredAttempt]:
+    """``job_rescue_expired_scan``'s rows."""
+    return [
+        ExpiredAttempt(
+            id=as_uuid(id_),
+            claim_token=as_uuid(token),
+            name=name,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            started=not body_pending,
+        )
+        for id_, token, name, attempt, max_attempts, body_pending in result.picked(
+            "id", "claim_token", "name", "attempt", "max_attempts", "body_pending"
+        )
+    ]
+
+
+def rescued_jobs(result: Result) -> list[RescuedJob]:
+    """``job_rescue_expired``'s rows."""
+    return [
+        RescuedJob(id=as_uuid(id_), name=name, action=action, attempt=attempt)
+        for id_, name, action, attempt in result.picked("id", "name", "action", "attempt")
+    ]
+
+
+def ids(result: Result, column: str = "id") -> set[uuid.UUID]:
+    """The job ids a fenced write or an insert answered."""
+    (position,) = result.positions(column)
+    return {as_uuid(row[position]) for row in result.rows}
+
+
+def enqueue_answers(result: Result) -> dict[uuid.UUID, uuid.UUID]:
+    """``job_enqueue_many_resolve``'s rows: the job each skipped request id resolves to. A row
+    holding the requested id wins over the live row holding its key."""
+    found = list(result.picked("requested", "found", "same_id"))
+    answers: dict[uuid.UUID, uuid.UUID] = {}
+    for wanted in (True, False):
+        for requested, holder, same_id in found:
+            if bool(same_id) is wanted:
+                answers.setdefault(as_uuid(requested), as_uuid(holder))
+    return answers

@@ -1,0 +1,96 @@
+"""A statement's result with its column names, and the by-name lookup every mapping uses."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from django.db import connections
+
+from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
+from ultimat3_jobs.models import RawStatementManager
+
+Row = tuple[Any, ...]
+
+
+class ColumnMissing(LookupError):
+    """A mapping needs a column the statement does not return: the statement's select or
+    returning list and its mapping drifted apart (a defect of the driver, never of the caller)."""
+
+    def __init__(self, statement: str, missing: list[str], present: tuple[str, ...]) -> None:
+        self.statement = statement
+        self.missing = tuple(missing)
+        self.present = present
+        listed = ", ".join(present) if present else "no columns"
+        super().__init__(
+            f"statement {statement!r} returns no column named {', '.join(missing)}; "
+            f"it returns {listed}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The rows of one run of a named statement and the names of their columns."""
+
+    statement: str
+    names: tuple[str, ...]
+    rows: list[Row]
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.rows)
+
+    def positions(self, *columns: str) -> tuple[int, ...]:
+        """Where each named column sits in a row; checked even when no row came back."""
+        where = {name: position for position, name in enumerate(self.names)}
+        missing = [column for column in columns if column not in where]
+        if missing:
+            raise ColumnMissing(self.statement, missing, self.names)
+        return tuple(where[column] for column in columns)
+
+    def picker(self, *columns: str) -> Callable[[Row], Row]:
+        """A function turning a row into the tuple of the named columns' values, in order."""
+        positions = self.positions(*columns)
+        if len(positions) == 1:
+            (only,) = positions
+            return lambda row: (row[only],)
+        return itemgetter(*positions)
+
+    def picked(self, *columns: str) -> Iterator[Row]:
+        """Every row as the tuple of the named columns' values."""
+        return map(self.picker(*columns), self.rows)
+
+    def column(self, name: str) -> list[Any]:
+        """One column's values, row by row."""
+        (position,) = self.positions(name)
+        return [row[position] for row in self.rows]
+
+    def first(self, *columns: str) -> Row | None:
+        """The named columns of the first row, or ``None`` when no row came back."""
+        pick = self.picker(*columns)
+        return next((pick(row) for row in self.rows), None)
+
+
+def fetch(
+    manager: RawStatementManager, statement: str, params: dict[str, Any] | None = None
+) -> Result:
+    """Run ``statement`` (a name from ``sql/*.sql``) on ``manager``'s alias, keeping the names
+    of the columns it returns (none for a statement without ``returning``)."""
+    with connections[manager.db].cursor() as cursor:
+        cursor.execute(STATEMENTS[statement], params or {})
+        if cursor.description is None:
+            return Result(statement, (), [])
+        names = tuple(column.name for column in cursor.description)
+        return Result(statement, names, list(cursor.fetchall()))
+
+
+def as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
