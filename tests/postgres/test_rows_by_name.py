@@ -34,6 +34,10 @@ ALLOWED: set[tuple[str, str]] = {
     ("translate.py", "lines[0]"),
     # The text before a statements file's first header.
     ("queries.py", "parts[0]"),
+    # The first line of a statement's text while its leading comments are stripped.
+    ("queries.py", "lines[0]"),
+    # The statements of a file, out of (statements, fragments) as the loader parses it.
+    ("queries.py", "parse_parts(text, source=source)[0]"),
     # The last job of a page of dataclasses (the next page's cursor).
     ("operating.py", "page[-1]"),
 }

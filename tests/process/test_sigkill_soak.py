@@ -33,7 +33,8 @@ from tests.process.conftest import WorkerProcess, Workers
 from tests.settings_process import PROCESS_TIMINGS
 from ultimat3_jobs.models import Job
 
-pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
+# A soak: run once per CI run (the slow marker), on the first Python.
+pytestmark = [pytest.mark.process, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 LEASE = float(PROCESS_TIMINGS["VISIBILITY_TIMEOUT_SECONDS"])
 RESCUE = float(PROCESS_TIMINGS["RESCUE_INTERVAL_SECONDS"])
