@@ -289,6 +289,9 @@ class SchedulerTask(models.Model):
 
     class Meta:
         db_table = "x_scheduler_tasks"
+        # The seed's table name stays; people read the rows as cron jobs.
+        verbose_name = "cron job"
+        verbose_name_plural = "cron jobs"
 
     def __str__(self) -> str:
         return self.name

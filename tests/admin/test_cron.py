@@ -57,3 +57,12 @@ def test_the_tasks_page_is_read_only(role_client) -> None:
     change = client.post(URL + "tests.paris_daily/change/", {"watermark": "2020-01-01"})
     assert change.status_code == 403
     assert SchedulerTask.objects.get(name="tests.paris_daily").watermark.year == 2026
+
+
+def test_the_admin_calls_the_rows_cron_jobs(role_client) -> None:
+    """One meaning per word: the admin names the x_scheduler_tasks rows "Cron jobs"."""
+    page = role_client("viewer").get("/admin/ultimat3_jobs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Cron jobs" in html
+    assert "Scheduler task" not in html
