@@ -33,6 +33,30 @@ r.id, r.name, r.queue, r.priority,
        r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
        r.max_attempts, r.lease_seconds, r.traceparent
 
+-- fragment: queue_levels
+-- The ready priority levels of each queue, highest first, one index descent per level (the
+-- claim's seek): queue_demand and worker_heartbeat count their demand over it.
+levels as (
+    select q.name as queue, top.priority
+    from unnest(%(queues)s::text[]) as q(name)
+    cross join lateral (
+        select j.priority from x_jobs j
+        where j.queue = q.name and j.state = 'queued' and not j.paused
+        order by j.priority desc
+        limit 1
+    ) as top
+    union all
+    select l.queue, below.priority
+    from levels l
+    cross join lateral (
+        select j.priority from x_jobs j
+        where j.queue = l.queue and j.state = 'queued' and not j.paused
+          and j.priority < l.priority
+        order by j.priority desc
+        limit 1
+    ) as below
+)
+
 -- fragment: job_insert
 -- The one job INSERT (job_enqueue, job_enqueue_many, scheduler_fire; the relay publishes
 -- through job_enqueue_many), from a CTE job_rows(job_row_columns), in its order. An untargeted
@@ -450,26 +474,7 @@ where id = %(id)s
 -- Ready jobs per queue, counted up to limit through the claim index, level by level as the
 -- claim seeks (a bounded read, whatever the depth of future or paused rows); a paused queue
 -- has no demand, nor do the rows of a paused job name.
-with recursive levels as (
-    select q.name as queue, top.priority
-    from unnest(%(queues)s::text[]) as q(name)
-    cross join lateral (
-        select j.priority from x_jobs j
-        where j.queue = q.name and j.state = 'queued' and not j.paused
-        order by j.priority desc
-        limit 1
-    ) as top
-    union all
-    select l.queue, below.priority
-    from levels l
-    cross join lateral (
-        select j.priority from x_jobs j
-        where j.queue = l.queue and j.state = 'queued' and not j.paused
-          and j.priority < l.priority
-        order by j.priority desc
-        limit 1
-    ) as below
-)
+with recursive {{queue_levels}}
 select q.name as queue,
        case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name)
             then 0

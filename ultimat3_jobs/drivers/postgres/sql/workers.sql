@@ -5,26 +5,7 @@
 -- as the fleet. The purge runs after the upsert (an unreferenced data-modifying CTE) and skips
 -- rows another heartbeat holds, so two heartbeats never wait on each other's purge. The
 -- levels are queue_demand's.
-with recursive levels as (
-    select q.name as queue, top.priority
-    from unnest(%(queues)s::text[]) as q(name)
-    cross join lateral (
-        select j.priority from x_jobs j
-        where j.queue = q.name and j.state = 'queued' and not j.paused
-        order by j.priority desc
-        limit 1
-    ) as top
-    union all
-    select l.queue, below.priority
-    from levels l
-    cross join lateral (
-        select j.priority from x_jobs j
-        where j.queue = l.queue and j.state = 'queued' and not j.paused
-          and j.priority < l.priority
-        order by j.priority desc
-        limit 1
-    ) as below
-), demand as (
+with recursive {{queue_levels}}, demand as (
     select coalesce(jsonb_object_agg(q.name, q.ready), '{}'::jsonb) as demand
     from (
         select u.name,
