@@ -44,6 +44,7 @@ from psycopg.conninfo import make_conninfo
 
 from bench.peers.driver import run_side_by_side
 from bench.peers.report import keep_section
+from bench.scale import LARGE_PROCESSES, SLOTS, phase_scale, scale_table
 from bench.support import (
     ROOT,
     SETTINGS,
@@ -64,11 +65,13 @@ from bench.support import (
 
 PGBENCH_DIR = Path(__file__).resolve().parent / "pgbench"
 DOCS_PAGE = ROOT / "docs" / "benchmarks.md"
-PHASES = ("enqueue_many", "enqueue", "drain", "latency", "idle", "rss", "pgbench")
+PHASES = ("enqueue_many", "enqueue", "drain", "scale", "latency", "idle", "rss", "pgbench")
 JOB_TABLES = ("x_jobs", "x_job_counters", "x_job_workers")
 WAKE_LIVE = "jobs.wake.live"
 WORKER_STARTED = "jobs.worker.started"
 QUIET_BACKGROUND = 1
+BACKLOG_CHUNK = 100_000
+"""Jobs per ``enqueue_many`` call when a backlog is laid down (bounds the benchmark's memory)."""
 """Catch-up transactions of the control session up to which a window counts as quiet."""
 
 
@@ -89,6 +92,8 @@ class Scale:
     idle_attempts: int = 2
     rss_jobs: int = 100_000
     pgbench_seconds: int = 15
+    scale_backlog: int = 20_000
+    scale_large_backlog: int = 1_000_000
 
 
 FULL = Scale()
@@ -104,6 +109,8 @@ QUICK = replace(
     idle_attempts=1,
     rss_jobs=10_000,
     pgbench_seconds=3,
+    scale_backlog=2_000,
+    scale_large_backlog=100_000,
 )
 
 
@@ -288,7 +295,9 @@ class Bench:
     def backlog(self, n: int) -> None:
         """``n`` queued no-op jobs, enqueued in batches, with fresh planner statistics (the
         server may run without autovacuum)."""
-        self.noop().enqueue_many([{} for _ in range(n)])
+        noop = self.noop()
+        for start in range(0, n, BACKLOG_CHUNK):
+            noop.enqueue_many([{} for _ in range(min(BACKLOG_CHUNK, n - start))])
         self.sql("analyze x_jobs")
 
     def start_worker(self, *options: str, wake: bool = True, name: str = "worker") -> WorkerProcess:
@@ -317,6 +326,7 @@ class Bench:
             "enqueue_many": self.phase_enqueue_many,
             "enqueue": self.phase_enqueue,
             "drain": self.phase_drain,
+            "scale": lambda: phase_scale(self),
             "latency": self.phase_latency,
             "idle": self.phase_idle,
             "rss": self.phase_rss,
@@ -395,7 +405,7 @@ class Bench:
             for concurrency in self.scale.drain_concurrency:
                 self.drain_once(n, processes, concurrency)
 
-    def drain_once(self, n: int, processes: int, concurrency: int) -> None:
+    def drain_once(self, n: int, processes: int, concurrency: int, key: str = "") -> None:
         self.truncate()
         self.backlog(n)
         options = ["--burst", "--concurrency", str(concurrency), "--log-level", "WARNING"]
@@ -427,7 +437,7 @@ class Bench:
         net_cpu = max(cpu - starts * self.startup_cpu, 0.0)
         slots = f"{processes} x {concurrency}" if processes > 1 else f"{concurrency}"
         what = "process" if processes == 1 else "processes"
-        key = f"drain_p{processes}_c{concurrency}"
+        key = key or f"drain_p{processes}_c{concurrency}"
         detail = (
             f"over {span:.2f} s; {n / claims:.1f} jobs per claim; {xacts / n * 1000:,.0f} "
             f"transactions per 1,000 jobs; worker CPU {cpu / n * 1e6:,.0f} µs/job, "
@@ -847,6 +857,14 @@ absolute numbers across machines.
 """
 
 
+SCALE_INTRO = f"""\
+The same no-op drain as above with {SLOTS} slots per worker process, at 1, 2 and 4 processes on
+the usual backlog, and at {LARGE_PROCESSES} processes on a backlog fifty times larger: how the
+throughput and the worker CPU per job move as processes and queued rows grow. Each row is also in
+the figures table (`scale_p<processes>_n<jobs>`).
+"""
+
+
 def render(bench: Bench, runtime: float, started: dt.datetime) -> str:
     facts = bench.facts
     mode = "quick (about a tenth of the full sizes)" if bench.args.quick else "full"
@@ -862,6 +880,9 @@ def render(bench: Bench, runtime: float, started: dt.datetime) -> str:
         f"(libpq {facts['libpq']})",
     ]
     notes = "".join(f"\n- {note}" for note in bench.notes)
+    curve = scale_table(bench)
+    if curve:
+        curve = f"\n\n## Scale curve\n\n{SCALE_INTRO}\n{curve}"
     return f"""\
 # Benchmarks
 
@@ -900,7 +921,7 @@ it only with `--output`.
 
 ## Figures
 
-{bench.table()}
+{bench.table()}{curve}
 
 {HOW_TO_READ}"""
 
