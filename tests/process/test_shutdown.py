@@ -20,7 +20,6 @@ from ultimat3_jobs.models import Job, JobWorker
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
 
 GRACE = 1.0
-PICKUP_BOUND = 2.0
 
 
 def test_sigterm_completes_short_jobs_and_releases_long_ones(workers: Workers) -> None:
@@ -67,10 +66,11 @@ def test_sigterm_completes_short_jobs_and_releases_long_ones(workers: Workers) -
         what="the second worker took both long jobs",
     )
     pickup = time.monotonic() - exited
-    assert pickup <= PICKUP_BOUND, (
-        f"the second worker took the released jobs {pickup:.2f} s after the first exited "
-        f"(bound {PICKUP_BOUND:g} s; that includes starting the process)\n{workers.report()}"
-    )
+    # Released jobs are due at once (run_at above), so the second worker's first claim takes
+    # both together: one claim statement stamps one started_at. (How soon that is after the
+    # first exit includes starting a process, which load moves: printed, never asserted.)
+    claimed_at = {row.started_at for row in Job.objects.filter(id__in=long)}
+    assert len(claimed_at) == 1, (claimed_at, workers.report())
     assert second.alive()
     print(
         f"\n[sigterm] first worker exited {stop_took:.2f} s after SIGTERM (grace {GRACE:g} s); "
