@@ -3,6 +3,7 @@ and read what they fired back from ``x_jobs`` and ``x_scheduler_tasks``."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -86,6 +87,45 @@ def make_scheduler(transactional_db: None) -> Iterator[Callable[..., RunningSche
     yield make
     for running in started:
         running.stop()
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.threadName}: {record.getMessage()}")
+
+
+_SCHEDULER_LOG = _Lines()
+
+
+@pytest.fixture(autouse=True)
+def scheduler_log() -> Iterator[list[str]]:
+    """Every line the scheduler logged during the test, with its thread's name."""
+    log = logging.getLogger("ultimat3_jobs.scheduler")
+    _SCHEDULER_LOG.lines = []
+    level = log.level
+    log.setLevel(logging.INFO)
+    log.addHandler(_SCHEDULER_LOG)
+    yield _SCHEDULER_LOG.lines
+    log.removeHandler(_SCHEDULER_LOG)
+    log.setLevel(level)
+
+
+def fire_diagnosis(jobs: list[Any]) -> str:
+    """Why the schedulers' fire counts and the stored jobs disagree: the fired ids the store
+    does not hold (and whether any row has that id), the scheduler's log, the live threads."""
+    from ultimat3_jobs.models import Job
+
+    stored = {str(job.id) for job in jobs}
+    fired_ids = [line.rsplit(" as ", 1)[1] for line in _SCHEDULER_LOG.lines if ".fired:" in line]
+    missing = [i for i in fired_ids if i not in stored]
+    rows = list(Job.objects.filter(id__in=missing).values_list("id", "name", "state"))
+    threads = [t.name for t in threading.enumerate()]
+    log = "\n".join(_SCHEDULER_LOG.lines)
+    return f"missing {missing}; rows with those ids {rows}; threads {threads}\n{log}"
 
 
 # -- tasks outside the project's registry -----------------------------------------------------

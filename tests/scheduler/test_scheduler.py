@@ -16,6 +16,7 @@ from tests.scheduler.conftest import (
     EVERY_SECOND,
     FAST_LEASE,
     db_now,
+    fire_diagnosis,
     fired,
     gaps_and_repeats,
     leader_row,
@@ -100,7 +101,7 @@ def test_three_schedulers_one_leads(make_scheduler):
     assert len(jobs) >= 4
     assert len({job.key for job in jobs}) == len(jobs)
     assert_every_second_once([job.occurrence for job in jobs])
-    assert leader.scheduler.fire_count == len(jobs)
+    assert leader.scheduler.fire_count == len(jobs), fire_diagnosis(jobs)
 
 
 def test_a_graceful_stop_hands_over_without_a_double_or_a_gap(make_scheduler):
@@ -130,7 +131,9 @@ def test_a_graceful_stop_hands_over_without_a_double_or_a_gap(make_scheduler):
     assert (row.holder, row.epoch) == (successor.id, 2)
     jobs = fired(EVERY_SECOND)
     assert_every_second_once([job.occurrence for job in jobs])
-    assert leader.scheduler.fire_count + successor.scheduler.fire_count == len(jobs)
+    assert leader.scheduler.fire_count + successor.scheduler.fire_count == len(jobs), (
+        fire_diagnosis(jobs)
+    )
     assert leader.scheduler.fire_count >= 3
     assert successor.scheduler.fire_count >= 3
     state = task_row(EVERY_SECOND)
