@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
-CORE = ["types", "errors", "conf", "serialization"]
+CORE = ["records", "types", "errors", "conf", "serialization"]
 SEAM = [
     "drivers",
     "drivers.base",
@@ -420,7 +420,6 @@ MAX_MODULE_LINES = 400
 # The modules still over the limit, each with its reason; nothing new joins this list, and an
 # entry goes once its module is split.
 LONG_MODULES = {
-    "types": "the value types every layer shares, to be split by family",
     "runtime.worker.loop": "the worker loop, to be split (claim, dispatch, settle)",
 }
 
