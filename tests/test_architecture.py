@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
 CORE = ["types", "errors", "conf", "serialization"]
-SEAM = ["drivers", "drivers.base"]
+SEAM = ["drivers", "drivers.base", "drivers.steps_seam"]
 # Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
 SHIMS = ["tasks", "context", "worker"]
 SURFACE_PACKAGES = ("admin", "management", "contrib", "testing")

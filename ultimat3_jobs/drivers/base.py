@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
+from ultimat3_jobs.drivers.steps_seam import StepMethods
 from ultimat3_jobs.errors import JobClaimQueuesEmpty, JobPageInvalid, PauseInvalid
 from ultimat3_jobs.types import (
     COUNTER_PERIODS,
@@ -251,7 +252,7 @@ def log_lost_beats(attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], beat: Heartb
             log_unowned("heartbeat", job_id, token)
 
 
-class JobDriver(abc.ABC):
+class JobDriver(StepMethods, abc.ABC):
     """A job store. Methods are named ``noun_verb[_many]``, the same name as the SQL statement
     or script that implements them and the parity tests that pin them; all arguments after
     ``self`` are keyword-only."""
@@ -596,11 +597,11 @@ class JobDriver(abc.ABC):
         """Resume a paused queue."""
         return self.pause_remove(scope="queue", target=queue)
 
-    def reset_connection(self) -> None:  # noqa: B027 -- optional; a driver with no connection
+    def reset_connection(self) -> None:  # optional; a driver with no connection keeps this
         """Drop the calling thread's connection so the next call opens a fresh one (after a
         dropped connection, a database restart). Long-running loops call it after an error."""
 
-    def close(self) -> None:  # noqa: B027 -- optional hook; most drivers hold nothing to close
+    def close(self) -> None:  # optional hook; most drivers hold nothing to close
         """Release what the driver holds (connections, threads)."""
 
 
