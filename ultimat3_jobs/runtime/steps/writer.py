@@ -89,3 +89,12 @@ def writer_for(driver: JobDriver) -> ThreadWriter:
         if found is None:
             found = _writers[driver] = ThreadWriter(driver)
         return found
+
+
+def close_writer(driver: JobDriver) -> None:
+    """Stop the writer threads of ``driver`` (a stopping worker); a later write starts them
+    again."""
+    with _writers_lock:
+        found = _writers.get(driver)
+    if found is not None:
+        found.close()

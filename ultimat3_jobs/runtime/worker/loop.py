@@ -31,6 +31,7 @@ from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.steps.attempt import bind_steps
+from ultimat3_jobs.runtime.steps.writer import close_writer
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure, run_async, run_sync
@@ -378,6 +379,7 @@ class Worker:
             logger.warning("jobs.worker.unregister_failed: %s", exc)
         stuck = self._pool.shutdown(timeout=0.5 if self._force else 5.0)
         self._hooks.shutdown(timeout=0.5 if self._force else 5.0)
+        close_writer(self.driver)  # hook: durable steps
         if stuck:
             logger.warning("jobs.worker.threads_left: %s still run abandoned bodies", stuck)
         close_thread_connections()
