@@ -13,7 +13,7 @@ from tests.drivers.steps_support import (
     steps_of,
     wait,
 )
-from tests.drivers.support import claim, get
+from tests.drivers.support import claim, get, request
 from ultimat3_jobs.types import JobState
 
 
@@ -92,13 +92,17 @@ def test_a_stored_event_that_raced_the_wait_is_found_by_the_resolve(driver):
     assert (step.status, step.output) == ("done", 3)
 
 
-def test_one_send_ends_every_wait_on_it(driver):
-    jobs = [_suspended(driver, event="batch.ready", key="b1") for _ in range(50)]
-    assert (
-        driver.event_send(name="batch.ready", key="b1", payload_json="1", ttl_seconds=60).ended
-        == 50
-    )
-    assert sorted(j.id for j in claim(driver, limit=100)) == sorted(j.id for j in jobs)
+def test_one_send_ends_a_thousand_waits(driver):
+    requests = [request() for _ in range(1000)]
+    driver.job_enqueue_many(requests=requests)
+    jobs = claim(driver, limit=1000)
+    assert len(jobs) == 1000
+    for job in jobs:
+        wait(driver, job, "w", event="batch.ready", key="b1")
+        assert driver.job_suspend(job_id=job.id, claim_token=job.claim_token, step="w")
+    sent = driver.event_send(name="batch.ready", key="b1", payload_json="1", ttl_seconds=60)
+    assert sent.ended == 1000
+    assert sorted(j.id for j in claim(driver, limit=1000)) == sorted(j.id for j in jobs)
 
 
 def test_event_send_wakes_the_queues_of_the_jobs_it_made_due(driver):

@@ -125,8 +125,8 @@ class StepStatements:
             "tenant_id": tenant_id,
             "ttl_seconds": float(ttl_seconds),
         }
-        ended = fetch(self._jobs, "event_send", params).first("ended")
-        return EventSent(ended=int(ended[0]) if ended else 0)
+        (ended,) = fetch(self._jobs, "event_send", params).first("ended") or (0,)
+        return EventSent(ended=int(ended))
 
     def events_purge_expired(self, *, limit: int = EVENT_PURGE_DEFAULT) -> int:
         if limit <= 0:

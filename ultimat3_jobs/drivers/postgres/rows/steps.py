@@ -53,5 +53,4 @@ def step_records(result: Result) -> list[StepRecord]:
 
 
 def step_record(result: Result) -> StepRecord | None:
-    found = step_records(result)
-    return found[0] if found else None
+    return next(iter(step_records(result)), None)
