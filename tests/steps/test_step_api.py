@@ -271,3 +271,35 @@ def test_an_async_step_over_its_timeout_stores_nothing():
 
 def test_unknown_ids_are_not_steps():
     assert PostgresDriver().step_get_many(job_id=uuid.uuid4()) == []
+
+
+def test_an_unwind_cut_short_repeats_no_compensation_on_the_next_run(driver):
+    undone = []
+    crash = {"at": 2}
+
+    def body(ctx):
+        for n in (1, 2, 3):
+
+            def back(output, n=n):
+                if crash["at"] == n:
+                    raise RuntimeError("the worker died in the unwind")
+                undone.append((n, output))
+
+            ctx.step.run(f"s{n}", lambda n=n: n * 10, compensate=back)
+
+    ctx, job = attempt_ctx(driver)
+    body(ctx)
+    with pytest.raises(RuntimeError):
+        ctx.step.unwind()
+    assert undone == [(3, 30)]
+    assert stored(driver, job.id) == {
+        "s1": ("done", 10),
+        "s2": ("done", 20),
+        "s3": ("compensated", 30),
+    }
+    crash["at"] = None
+    ctx, job = retried(driver, job)
+    body(ctx)
+    ctx.step.unwind()
+    assert undone == [(3, 30), (2, 20), (1, 10)], "no compensation ran twice"
+    assert {status for status, _ in stored(driver, job.id).values()} == {"compensated"}
