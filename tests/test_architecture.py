@@ -19,6 +19,7 @@ SEAM = [
     "drivers.operating",
     "drivers.job_driver",
     "drivers.outbox_store",
+    "drivers.steps_seam",
 ]
 # Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
 SHIMS = ["tasks", "context", "worker"]

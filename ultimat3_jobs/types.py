@@ -336,3 +336,13 @@ It travels as a NOTIFY payload and an identifier in logs and metrics labels."""
 
 JOB_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.:-]{0,199}"
 """A job name: 1-200 characters, a dotted Python-style path (``app.jobs.send_welcome``)."""
+
+# -- durable steps (x_job_steps) -------------------------------------------------------------
+
+StepKind = Literal["run", "once", "sleep", "event"]
+STEP_KINDS: tuple[StepKind, ...] = ("run", "once", "sleep", "event")
+"""What a stored step was: ``run``, ``once``, ``sleep`` (or ``sleep_until``), ``event`` (a
+``wait_for_event``)."""
+
+StepStatus = Literal["started", "done", "waiting", "compensated"]
+STEP_STATUSES: tuple[StepStatus, ...] = ("started", "done", "waiting", "compensated")

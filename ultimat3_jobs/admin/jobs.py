@@ -225,6 +225,7 @@ class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[ty
             "progress_percent": job_page.progress_percent(progress),
             "result_text": None if record.result is None else job_page.pretty(detail["result"]),
             "attempt_errors": job_page.attempt_errors(detail["errors"]),
+            "steps": job_page.step_rows(get_driver(), job_id, shown),  # durable steps
             "timings": [
                 ("created", record.created_at),
                 ("due (run_at)", record.run_at),
