@@ -53,6 +53,23 @@ def add_verbs(parser: CommandParser) -> None:
     )
     show.add_argument("--json", action="store_true", help="One JSON document.")
 
+    send = verbs_parser.add_parser(
+        "send-event",
+        help="Send an event: every job waiting for it (ctx.step.wait_for_event) resumes.",
+    )
+    send.add_argument("event", metavar="EVENT")
+    send.add_argument("--key", default=None, help="Only the waits on this key.")
+    send.add_argument(
+        "--payload", default="null", metavar="JSON", help="What the waits answer (JSON)."
+    )
+    send.add_argument(
+        "--ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="How long the event is kept for waits that race it (default: a week).",
+    )
+
     helps = {
         "cancel": "Cancel queued or running jobs.",
         "requeue": "Put finished jobs back to queued, due now; or every failed job of a name.",
