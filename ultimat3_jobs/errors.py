@@ -40,6 +40,7 @@ The tree::
     ├── WebhookSignatureInvalid                X_WEBHOOK_SIGNATURE_INVALID
     ├── WebhookBodyTooLarge                    X_WEBHOOK_BODY_TOO_LARGE
     ├── WebhookEventIdInvalid (ValueError)     X_WEBHOOK_EVENT_ID_INVALID
+    ├── WebhookPayloadInvalid (ValueError)     X_WEBHOOK_PAYLOAD_INVALID
     ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
     ├── StoreRefused                           X_STORE_REFUSED
     └── InvariantViolated                      X_INVARIANT
@@ -301,6 +302,12 @@ class WebhookEventIdInvalid(JobsError, ValueError):
     """A received webhook's event id is missing or breaks the id pattern (answered 422)."""
 
     code = "X_WEBHOOK_EVENT_ID_INVALID"
+
+
+class WebhookPayloadInvalid(JobsError, ValueError):
+    """A received webhook's verified body is not the JSON its receiver reads (answered 400)."""
+
+    code = "X_WEBHOOK_PAYLOAD_INVALID"
 
 
 class DriverUnavailable(JobsError):

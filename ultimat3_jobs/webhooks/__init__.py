@@ -12,13 +12,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ultimat3_jobs.webhooks.inbound import (
+        ReceivedEvent,
+        standard_webhooks_verify,
+        webhook_receiver,
+        webhook_receiver_urls,
+    )
     from ultimat3_jobs.webhooks.outbound import WebhookHandle, webhook
 
-__all__ = ["WebhookHandle", "webhook"]
+__all__ = [
+    "ReceivedEvent",
+    "WebhookHandle",
+    "standard_webhooks_verify",
+    "webhook",
+    "webhook_receiver",
+    "webhook_receiver_urls",
+]
 
 _LAZY = {
+    "ReceivedEvent": "inbound",
     "WebhookHandle": "outbound",
+    "standard_webhooks_verify": "inbound",
     "webhook": "outbound",
+    "webhook_receiver": "inbound",
+    "webhook_receiver_urls": "inbound",
 }
 
 
