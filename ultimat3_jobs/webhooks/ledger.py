@@ -43,10 +43,8 @@ def endpoint_named(name: str) -> WebhookEndpoint:
     return found
 
 
-def add_endpoint(
-    name: str, url: str, *, tenant_id: str | None = None, secret: str | None = None
-) -> WebhookEndpoint:
-    """Store a new endpoint (enabled) and answer it; its secret is generated unless given."""
+def check_endpoint(name: str, url: str, *, tenant_id: str | None = None) -> None:
+    """Refuse an endpoint's name, URL or tenant that breaks its rule (before any write)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise WebhookEndpointInvalid(
             f"name must match {ENDPOINT_NAME_PATTERN}; got {name!r:.120}",
@@ -62,6 +60,13 @@ def add_endpoint(
             field="tenant_id",
             rule="tenant-text",
         )
+
+
+def add_endpoint(
+    name: str, url: str, *, tenant_id: str | None = None, secret: str | None = None
+) -> WebhookEndpoint:
+    """Store a new endpoint (enabled) and answer it; its secret is generated unless given."""
+    check_endpoint(name, url, tenant_id=tenant_id)
     chosen = secret if secret is not None else new_secret()
     secret_key(chosen)
     database = _database()

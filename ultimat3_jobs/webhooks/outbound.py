@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +42,7 @@ from ultimat3_jobs.webhooks.tables import WebhookEndpoint
 
 EndpointRule = str | Callable[[Mapping[str, Any]], str] | None
 USER_AGENT = "ultimat3-jobs-webhooks"
+PING_EVENT_TYPE = "webhook.test"
 
 
 class WebhookHandle:
@@ -155,17 +158,10 @@ def _deliver(
     except (JobTenantMismatch, WebhookEndpointDisabled, WebhookDestinationRefused) as exc:
         ledger.record(endpoint, attempt("refused", error=str(exc)))
         raise
-    event = {"type": event_type, "timestamp": timezone.now().isoformat(), "data": input["data"]}
-    body = json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
-    headers = {
-        **sign(ledger.signing_secrets(endpoint), event_id, int(time.time()), body),
-        "content-type": "application/json",
-        "user-agent": USER_AGENT,
-        "host": where.host_header,
-    }
-    started = time.monotonic()
-    code, excerpt, error = _post(where, headers, body, settings)
-    elapsed = int((time.monotonic() - started) * 1000)
+    body = _body(event_type, input["data"])
+    code, excerpt, error, elapsed = _post(
+        where, _headers(endpoint, event_id, body, where), body, settings
+    )
     if ctx.cancelled.is_set():
         raise JobAborted(f"delivery {event_id} to {endpoint.name!r} was cancelled")
     succeeded = code is not None and 200 <= code < 300
@@ -189,6 +185,53 @@ def _deliver(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PingResult:
+    """What one test ping answered: the status code (``None`` when unreachable), the first
+    characters of the response, the transport error, and how long it took."""
+
+    event_id: str
+    status: int | None
+    excerpt: str
+    error: str
+    duration_ms: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+def ping(name: str) -> PingResult:
+    """Send one signed ``webhook.test`` event to endpoint ``name`` now, from this process,
+    through the destination guard (raises ``X_WEBHOOK_DESTINATION_REFUSED``), whether or not
+    the endpoint is enabled; the ledger and the count of failures are left alone."""
+    settings = get_settings()
+    endpoint = ledger.endpoint_named(name)
+    where = guard.destination(endpoint.url, settings.webhook_allowed_networks)
+    event_id = f"msg_test_{uuid.uuid4().hex}"
+    body = _body(PING_EVENT_TYPE, {"endpoint": endpoint.name})
+    code, excerpt, error, elapsed = _post(
+        where, _headers(endpoint, event_id, body, where), body, settings
+    )
+    return PingResult(event_id, code, excerpt, error, elapsed)
+
+
+def _body(event_type: str, data: Any) -> bytes:
+    event = {"type": event_type, "timestamp": timezone.now().isoformat(), "data": data}
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _headers(
+    endpoint: WebhookEndpoint, event_id: str, body: bytes, where: guard.Destination
+) -> dict[str, str]:
+    return {
+        **sign(ledger.signing_secrets(endpoint), event_id, int(time.time()), body),
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "host": where.host_header,
+    }
+
+
 def _check_tenants(
     handle: JobHandle, input: Mapping[str, Any], ctx: JobContext, endpoint: WebhookEndpoint
 ) -> None:
@@ -207,8 +250,17 @@ def _check_tenants(
 
 def _post(
     where: guard.Destination, headers: dict[str, str], body: bytes, settings: Settings
+) -> tuple[int | None, str, str, int]:
+    """POST once; answer (status code or None, response excerpt, transport error or "",
+    milliseconds taken)."""
+    started = time.monotonic()
+    code, excerpt, error = _exchange(where, headers, body, settings)
+    return code, excerpt, error, int((time.monotonic() - started) * 1000)
+
+
+def _exchange(
+    where: guard.Destination, headers: dict[str, str], body: bytes, settings: Settings
 ) -> tuple[int | None, str, str]:
-    """POST once; answer (status code or None, response excerpt, transport error or "")."""
     timeout = httpx.Timeout(
         connect=settings.webhook_connect_timeout_seconds,
         read=settings.webhook_read_timeout_seconds,
