@@ -18,8 +18,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import httpx
 from django.utils import timezone
+
+try:
+    import httpx
+except ImportError:  # pragma: no cover - the `webhooks` extra is not installed
+    httpx = None  # type: ignore[assignment]
 
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.errors import (
@@ -93,6 +97,7 @@ def webhook(
     delivery fails with ``X_JOB_TENANT_MISMATCH`` (terminal). ``queue``, ``retry`` and
     ``timeout`` are the job's.
     """
+    _require_client(f"webhook {name!r}")
     if not isinstance(event_type, str) or not 1 <= len(event_type) <= 200:
         raise JobDeclarationInvalid(
             f"webhook {name!r}: event_type must be text of 1 to 200 characters; got "
@@ -112,6 +117,14 @@ def webhook(
     deliver.__doc__ = f"Deliver one {event_type} event to one webhook endpoint."
     handle = job(name=name, queue=queue, retry=retry, timeout=timeout, tenant=tenant)(deliver)
     return WebhookHandle(handle, event_type=event_type, endpoint=endpoint)
+
+
+def _require_client(what: str) -> None:
+    if httpx is None:
+        raise JobDeclarationInvalid(
+            f"{what}: sending webhooks needs httpx; install the `webhooks` extra "
+            "(ultimat3-jobs[webhooks])"
+        )
 
 
 def _endpoint_name(rule: EndpointRule, input: Mapping[str, Any]) -> str:
@@ -205,6 +218,7 @@ def ping(name: str) -> PingResult:
     """Send one signed ``webhook.test`` event to endpoint ``name`` now, from this process,
     through the destination guard (raises ``X_WEBHOOK_DESTINATION_REFUSED``), whether or not
     the endpoint is enabled; the ledger and the count of failures are left alone."""
+    _require_client("ping")
     settings = get_settings()
     endpoint = ledger.endpoint_named(name)
     where = guard.destination(endpoint.url, settings.webhook_allowed_networks)
