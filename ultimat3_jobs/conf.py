@@ -9,6 +9,7 @@ message is a system check (``ultimat3_jobs.E0xx``, see ``checks.py``) and the te
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -52,6 +53,11 @@ RELAY_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
+WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT = 100
+WEBHOOK_ALLOWED_NETWORKS_DEFAULT: tuple[str, ...] = ()
+WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT = 5.0
+WEBHOOK_READ_TIMEOUT_SECONDS_DEFAULT = 15.0
+WEBHOOK_SECRET_OVERLAP_SECONDS_DEFAULT = 86400.0
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -92,6 +98,11 @@ class Settings:
     scheduler_lease_seconds: float = SCHEDULER_LEASE_SECONDS_DEFAULT
     scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
     traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
+    webhook_disable_after_failures: int = WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT
+    webhook_allowed_networks: tuple[str, ...] = WEBHOOK_ALLOWED_NETWORKS_DEFAULT
+    webhook_connect_timeout_seconds: float = WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT
+    webhook_read_timeout_seconds: float = WEBHOOK_READ_TIMEOUT_SECONDS_DEFAULT
+    webhook_secret_overlap_seconds: float = WEBHOOK_SECRET_OVERLAP_SECONDS_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -173,6 +184,18 @@ def _callable_path(key: str, value: Any) -> str | None:
     return _problem(key, "must be None, a callable, or the dotted path of one", value)
 
 
+def _networks(key: str, value: Any) -> str | None:
+    rule = 'must be a list of networks ("127.0.0.1/32", "10.0.0.0/8", "::1")'
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        return _problem(key, rule, value)
+    for item in value:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except (TypeError, ValueError):
+            return _problem(key, f"{rule}: {_describe(item)} is not one", value)
+    return None
+
+
 SPEC: tuple[tuple[str, str, Validator], ...] = (
     # (key, check id, validator); the attribute is the key in lower case.
     ("DRIVER", "ultimat3_jobs.E010", _driver),
@@ -220,6 +243,15 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
         number(minimum=1, maximum=86400),
     ),
     ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
+    (
+        "WEBHOOK_DISABLE_AFTER_FAILURES",
+        "ultimat3_jobs.E070",
+        number(minimum=1, maximum=100_000, integer=True),
+    ),
+    ("WEBHOOK_ALLOWED_NETWORKS", "ultimat3_jobs.E071", _networks),
+    ("WEBHOOK_CONNECT_TIMEOUT_SECONDS", "ultimat3_jobs.E072", number(minimum=0.01, maximum=300)),
+    ("WEBHOOK_READ_TIMEOUT_SECONDS", "ultimat3_jobs.E073", number(minimum=0.01, maximum=300)),
+    ("WEBHOOK_SECRET_OVERLAP_SECONDS", "ultimat3_jobs.E074", number(minimum=0, maximum=30 * 86400)),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -240,6 +272,9 @@ FLOAT_KEYS = (
     "relay_lease_seconds",
     "scheduler_lease_seconds",
     "scheduler_missed_after_seconds",
+    "webhook_connect_timeout_seconds",
+    "webhook_read_timeout_seconds",
+    "webhook_secret_overlap_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"
@@ -317,6 +352,8 @@ def get_settings() -> Settings:
     for key in FLOAT_KEYS:
         if key in values:
             values[key] = float(values[key])
+    if "webhook_allowed_networks" in values:
+        values["webhook_allowed_networks"] = tuple(values["webhook_allowed_networks"])
     return Settings(**values)
 
 

@@ -34,12 +34,22 @@ The tree::
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
     ├── OutboxNoTransaction                    X_OUTBOX_NO_TRANSACTION
+    ├── WebhookEndpointInvalid (ValueError)    X_WEBHOOK_ENDPOINT_INVALID
+    ├── WebhookEndpointNotFound (LookupError)  X_WEBHOOK_ENDPOINT_NOT_FOUND
+    ├── WebhookDeliveryFailed                  X_WEBHOOK_DELIVERY_FAILED
+    ├── WebhookSignatureInvalid                X_WEBHOOK_SIGNATURE_INVALID
+    ├── WebhookBodyTooLarge                    X_WEBHOOK_BODY_TOO_LARGE
+    ├── WebhookEventIdInvalid (ValueError)     X_WEBHOOK_EVENT_ID_INVALID
+    ├── WebhookPayloadInvalid (ValueError)     X_WEBHOOK_PAYLOAD_INVALID
     ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
     ├── StoreRefused                           X_STORE_REFUSED
     └── InvariantViolated                      X_INVARIANT
 
     Job outcomes, raised by a job's body (not refusals):
     Terminal                                   X_JOB_TERMINAL
+    ├── JobTenantMismatch                      X_JOB_TENANT_MISMATCH
+    ├── WebhookEndpointDisabled                X_WEBHOOK_ENDPOINT_DISABLED
+    └── WebhookDestinationRefused              X_WEBHOOK_DESTINATION_REFUSED
 
     Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
     attempt whose worker was lost before it settled; SettleRefused
@@ -258,6 +268,48 @@ class OutboxNoTransaction(JobsError):
     code = "X_OUTBOX_NO_TRANSACTION"
 
 
+class WebhookEndpointInvalid(JobsError, ValueError):
+    """A webhook endpoint's name, URL, tenant or secret breaks its rule."""
+
+    code = "X_WEBHOOK_ENDPOINT_INVALID"
+
+
+class WebhookEndpointNotFound(JobsError, LookupError):
+    """No webhook endpoint has this name."""
+
+    code = "X_WEBHOOK_ENDPOINT_NOT_FOUND"
+
+
+class WebhookDeliveryFailed(JobsError):
+    """A webhook endpoint did not answer 2xx (or could not be reached); the attempt is retried."""
+
+    code = "X_WEBHOOK_DELIVERY_FAILED"
+
+
+class WebhookSignatureInvalid(JobsError):
+    """A received webhook's signature is missing, wrong or stale (answered 401)."""
+
+    code = "X_WEBHOOK_SIGNATURE_INVALID"
+
+
+class WebhookBodyTooLarge(JobsError):
+    """A received webhook's body is larger than its receiver's max_bytes (answered 413)."""
+
+    code = "X_WEBHOOK_BODY_TOO_LARGE"
+
+
+class WebhookEventIdInvalid(JobsError, ValueError):
+    """A received webhook's event id is missing or breaks the id pattern (answered 422)."""
+
+    code = "X_WEBHOOK_EVENT_ID_INVALID"
+
+
+class WebhookPayloadInvalid(JobsError, ValueError):
+    """A received webhook's verified body is not the JSON its receiver reads (answered 400)."""
+
+    code = "X_WEBHOOK_PAYLOAD_INVALID"
+
+
 class DriverUnavailable(JobsError):
     """The job store cannot be reached."""
 
@@ -296,6 +348,34 @@ class Terminal(Exception):
     """Raised by a job's body to fail the job at once, without further retries."""
 
     code: ClassVar[str] = "X_JOB_TERMINAL"
+
+
+class _CodedOutcome(Exception):
+    """A job outcome whose text starts with its code, as a refusal's does."""
+
+    code: ClassVar[str]
+
+    def __str__(self) -> str:
+        return f"{self.code}: {super().__str__()}"
+
+
+class JobTenantMismatch(_CodedOutcome, Terminal):
+    """A job's input names another tenant than the one it runs for (or than its target's)."""
+
+    code = "X_JOB_TENANT_MISMATCH"
+
+
+class WebhookEndpointDisabled(_CodedOutcome, Terminal):
+    """The webhook endpoint is disabled: no request was sent."""
+
+    code = "X_WEBHOOK_ENDPOINT_DISABLED"
+
+
+class WebhookDestinationRefused(_CodedOutcome, Terminal):
+    """A webhook URL resolves to an address deliveries may not reach (loopback, private,
+    link-local, metadata) and WEBHOOK_ALLOWED_NETWORKS does not allow it: no request was sent."""
+
+    code = "X_WEBHOOK_DESTINATION_REFUSED"
 
 
 class LeaseExpired(Exception):

@@ -25,6 +25,9 @@ from ultimat3_jobs.types import (
     JobState,
 )
 
+# The webhook tables live beside the feature that reads them; imported here for Django.
+from ultimat3_jobs.webhooks.tables import WebhookDelivery, WebhookEndpoint  # noqa: F401
+
 _LIVE = sorted(state.value for state in LIVE_STATES)
 
 

@@ -52,6 +52,12 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("SCHEDULER_MISSED_AFTER_SECONDS", 0, "ultimat3_jobs.E046", "from 1 to 86400"),
     ("TRACEPARENT", 42, "ultimat3_jobs.E060", "must be None, a callable, or the dotted path"),
     ("TRACEPARENT", "no_dot", "ultimat3_jobs.E060", "the dotted path of one"),
+    ("WEBHOOK_DISABLE_AFTER_FAILURES", 0, "ultimat3_jobs.E070", "an integer from 1 to 100000"),
+    ("WEBHOOK_ALLOWED_NETWORKS", "10.0.0.0/8", "ultimat3_jobs.E071", "must be a list of networks"),
+    ("WEBHOOK_ALLOWED_NETWORKS", ["10.0.0.0/33"], "ultimat3_jobs.E071", "'10.0.0.0/33' is not one"),
+    ("WEBHOOK_CONNECT_TIMEOUT_SECONDS", 0, "ultimat3_jobs.E072", "from 0.01 to 300"),
+    ("WEBHOOK_READ_TIMEOUT_SECONDS", 301, "ultimat3_jobs.E073", "from 0.01 to 300"),
+    ("WEBHOOK_SECRET_OVERLAP_SECONDS", -1, "ultimat3_jobs.E074", "from 0 to 2592000"),
 ]
 
 
