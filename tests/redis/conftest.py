@@ -1,0 +1,25 @@
+"""Fixtures of the Redis driver's own tests: they need a Redis server (``REDIS_URL``), and each
+runs on a store (key prefix) of its own, deleted after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+
+from tests.drivers.conftest import NO_REDIS, drop_redis_store, redis_driver
+from ultimat3_jobs.drivers.redis import RedisDriver
+
+pytestmark = pytest.mark.skipif(not settings.REDIS_URL, reason=NO_REDIS)
+
+
+@pytest.fixture
+def redis_store() -> Iterator[RedisDriver]:
+    if not settings.REDIS_URL:
+        pytest.skip(NO_REDIS)
+    driver = redis_driver()
+    assert isinstance(driver, RedisDriver)
+    yield driver
+    driver.close()
+    drop_redis_store(driver)
