@@ -1,0 +1,48 @@
+"""A worker drains the Redis store end to end: enqueued through the public API, claimed, run,
+acked; a failing body is retried and dead-lettered; a job whose worker was lost is rescued."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from tests.drivers.conftest import drop_redis_store
+from tests.testapp import jobs
+from tests.worker.conftest import make_worker, wait_for  # noqa: F401 -- the fixture
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.redis import RedisDriver
+from ultimat3_jobs.types import JobState
+
+REDIS_STORE = {"DRIVER": "redis", "REDIS_ALIAS": "redis", "DEFAULT_TENANT": "none"}
+
+
+@pytest.fixture
+def redis_worker(make_worker: Callable[..., Any]) -> Iterator[tuple[RedisDriver, Any]]:
+    with override_settings(ULTIMAT3_JOBS=REDIS_STORE):
+        driver = get_driver()
+        assert isinstance(driver, RedisDriver)
+        try:
+            yield driver, make_worker
+        finally:
+            drop_redis_store(driver)
+
+
+def state(driver: RedisDriver, job_id: Any) -> JobState | None:
+    record = driver.job_get(job_id=job_id)
+    return None if record is None else record.state
+
+
+def test_a_worker_runs_jobs_from_redis(redis_worker: tuple[RedisDriver, Any]) -> None:
+    driver, make_worker = redis_worker
+    make_worker(driver=driver, queues=("default", "math"))
+    results = [jobs.echo.enqueue(n=n) for n in range(20)]
+    added = jobs.add.enqueue(a=2, b=3)
+    for result in [*results, added]:
+        wait_for(lambda r=result: state(driver, r.id) is JobState.COMPLETED, what=str(result.id))
+    assert driver.job_get(job_id=results[7].id).result == {"n": 7}  # type: ignore[union-attr]
+    assert driver.job_get(job_id=added.id).result == 5  # type: ignore[union-attr]
+    totals = {total.name: total.completed for total in driver.counter_total()}
+    assert totals == {"tests.echo": 20, "tests.add": 1}
