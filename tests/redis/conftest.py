@@ -10,7 +10,10 @@ import pytest
 from django.conf import settings
 
 from tests.drivers.conftest import NO_REDIS, drop_redis_store, redis_driver
+from tests.worker.conftest import make_worker
 from ultimat3_jobs.drivers.redis import RedisDriver
+
+__all__ = ["make_worker", "redis_store"]
 
 HERE = Path(__file__).resolve().parent
 

@@ -11,7 +11,7 @@ from django.test import override_settings
 
 from tests.drivers.conftest import drop_redis_store
 from tests.testapp import jobs
-from tests.worker.conftest import make_worker, wait_for  # noqa: F401 -- the fixture
+from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.redis import RedisDriver
 from ultimat3_jobs.types import JobState
@@ -36,8 +36,8 @@ def state(driver: RedisDriver, job_id: Any) -> JobState | None:
 
 
 def test_a_worker_runs_jobs_from_redis(redis_worker: tuple[RedisDriver, Any]) -> None:
-    driver, make_worker = redis_worker
-    make_worker(driver=driver, queues=("default", "math"))
+    driver, make = redis_worker
+    make(driver=driver, queues=("default", "math"))
     results = [jobs.echo.enqueue(n=n) for n in range(20)]
     added = jobs.add.enqueue(a=2, b=3)
     for result in [*results, added]:
