@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+from tests.drivers.conftest import drop_redis_store
 from tests.drivers.support import enqueue, request, wakes_of
 from ultimat3_jobs.drivers.redis import RedisDriver
 
@@ -28,6 +29,7 @@ def test_a_store_wakes_only_its_own_subscribers(redis_store: RedisDriver):
         assert woken == []
     finally:
         other.close()
+        drop_redis_store(other)
 
 
 def test_a_closed_subscription_calls_nothing_more(redis_store: RedisDriver):

@@ -37,7 +37,7 @@ def state(driver: RedisDriver, job_id: Any) -> JobState | None:
 
 def test_a_worker_runs_jobs_from_redis(redis_worker: tuple[RedisDriver, Any]) -> None:
     driver, make = redis_worker
-    make(driver=driver, queues=("default", "math"))
+    running = make(driver=driver, queues=("default", "math"))
     results = [jobs.echo.enqueue(n=n) for n in range(20)]
     added = jobs.add.enqueue(a=2, b=3)
     for result in [*results, added]:
@@ -46,3 +46,4 @@ def test_a_worker_runs_jobs_from_redis(redis_worker: tuple[RedisDriver, Any]) ->
     assert driver.job_get(job_id=added.id).result == 5  # type: ignore[union-attr]
     totals = {total.name: total.completed for total in driver.counter_total()}
     assert totals == {"tests.echo": 20, "tests.add": 1}
+    running.stop()  # before the fixture deletes the store, so that no poll writes to it again
