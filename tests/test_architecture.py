@@ -11,8 +11,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
-CORE = ["types", "errors", "conf", "serialization"]
-SEAM = ["drivers", "drivers.base"]
+CORE = ["records", "types", "errors", "conf", "serialization"]
+SEAM = [
+    "drivers",
+    "drivers.base",
+    "drivers.common",
+    "drivers.operating",
+    "drivers.job_driver",
+    "drivers.outbox_store",
+    "drivers.steps_seam",
+]
 # Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
 SHIMS = ["tasks", "context", "worker"]
 SURFACE_PACKAGES = ("admin", "management", "contrib", "testing")
@@ -413,11 +421,6 @@ MAX_MODULE_LINES = 400
 # The modules still over the limit, each with its reason; nothing new joins this list, and an
 # entry goes once its module is split.
 LONG_MODULES = {
-    "drivers.base": "the seam's contract: one abstract method and docstring per statement",
-    "admin.jobs": "the job admin, to be split into its list, detail and action views",
-    "model.definitions": "@job and @cron declarations, to be split by kind",
-    "types": "the value types every layer shares, to be split by family",
-    "management.commands.jobs": "one command with a subcommand per verb, to be split",
     "runtime.worker.loop": "the worker loop, to be split (claim, dispatch, settle)",
 }
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ultimat3_jobs.model.context import JobContext
     from ultimat3_jobs.model.definitions import JobHandle, Retry, cron, job, task
     from ultimat3_jobs.model.enqueue import enqueue_by_name as enqueue
+    from ultimat3_jobs.model.events import send_event
 
 __all__ = [
     "EnqueueResult",
@@ -34,6 +35,7 @@ __all__ = [
     "cron",
     "enqueue",
     "job",
+    "send_event",
     "task",
 ]
 
@@ -46,6 +48,7 @@ _LAZY = {
     "JobHandle": ("ultimat3_jobs.model.definitions", "JobHandle"),
     "JobContext": ("ultimat3_jobs.model.context", "JobContext"),
     "enqueue": ("ultimat3_jobs.model.enqueue", "enqueue_by_name"),
+    "send_event": ("ultimat3_jobs.model.events", "send_event"),
 }
 
 

@@ -24,6 +24,12 @@ The tree::
     ├── JobNotRemovable                        X_JOB_NOT_REMOVABLE
     ├── CancelReasonInvalid (ValueError)       X_CANCEL_REASON_INVALID
     ├── JobAborted                             X_ABORTED
+    ├── JobLeaseLost                           X_JOB_LEASE_LOST
+    ├── StepError                              X_STEP
+    │   ├── StepInvalid (ValueError)           X_STEP_INVALID
+    │   ├── StepMismatch                       X_STEP_MISMATCH
+    │   └── StepOnceInterrupted                X_STEP_ONCE_INTERRUPTED
+    ├── EventInvalid (ValueError)              X_EVENT_INVALID
     ├── JobPageInvalid (ValueError)            X_JOB_PAGE_INVALID
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
@@ -187,6 +193,45 @@ class JobAborted(JobsError):
     """This job's attempt was cancelled: its body may write nothing more (no enqueue)."""
 
     code = "X_ABORTED"
+
+
+class JobLeaseLost(JobsError):
+    """This attempt no longer holds its job (rescued, cancelled or settled elsewhere): a step
+    write was refused and nothing was written."""
+
+    code = "X_JOB_LEASE_LOST"
+
+
+class StepError(JobsError):
+    """A durable step was refused. Fails the job at once: a replay would meet it again."""
+
+    code = "X_STEP"
+
+
+class StepInvalid(StepError, ValueError):
+    """A step's name, result, duration or wake time breaks a rule; nothing was written."""
+
+    code = "X_STEP_INVALID"
+
+
+class StepMismatch(StepError):
+    """A step's stored record does not match what the body asks of it now (another kind of step,
+    another event or key): the body was changed while the job was running."""
+
+    code = "X_STEP_MISMATCH"
+
+
+class StepOnceInterrupted(StepError):
+    """A ``once`` step was started and never recorded done: it may have run, so it is never run
+    a second time and the job fails."""
+
+    code = "X_STEP_ONCE_INTERRUPTED"
+
+
+class EventInvalid(JobsError, ValueError):
+    """An event's name, key, payload or time to live breaks a rule; nothing was sent."""
+
+    code = "X_EVENT_INVALID"
 
 
 class JobPageInvalid(JobsError, ValueError):

@@ -380,3 +380,40 @@ def test_the_page_offers_pause_or_resume_never_both(role, role_client, jobs_driv
     html = page(client, job_id)
     assert "Pause this job name" in html
     assert "Resume this job name" not in html
+
+
+def test_a_durable_job_lists_its_steps_redacted_like_input(role_client, jobs_driver):
+    job_id = enqueue(
+        jobs_driver, name="tests.secret", input_json='{"account": 1, "api_token": "x"}'
+    )
+    claimed = claim_one(jobs_driver)
+    assert jobs_driver.step_put(
+        job_id=job_id,
+        claim_token=claimed.claim_token,
+        name="charge",
+        seq=1,
+        kind="run",
+        status="done",
+        output_json='{"api_token": "' + SENTINEL + '", "amount": 3}',
+    )
+    assert jobs_driver.step_wait(
+        job_id=job_id,
+        claim_token=claimed.claim_token,
+        name="paid",
+        seq=2,
+        kind="event",
+        event="order.paid",
+        key="o-1",
+        seconds=60,
+    )
+    html = page(role_client("viewer"), job_id)
+    steps = html.split('id="job-steps"')[1].split('id="job-errors"')[0]
+    assert "charge" in steps and "done" in steps and "&quot;amount&quot;: 3" in steps
+    assert SENTINEL not in html
+    assert "waits for event order.paid (key o-1) until" in steps
+    assert SENTINEL in page(role_client("superuser"), job_id)
+
+
+def test_a_job_without_steps_shows_no_steps_section(role_client, jobs_driver):
+    job_id = enqueue(jobs_driver)
+    assert 'id="job-steps"' not in page(role_client("viewer"), job_id)

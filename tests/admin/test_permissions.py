@@ -181,7 +181,7 @@ def test_select_across_acts_on_the_filtered_jobs_up_to_the_limit(
 ):
     # Nothing offers "select all" (the changelist counts no total), but a crafted POST can ask
     # for it: the action then acts on the filtered jobs, and refuses more than ACTION_LIMIT.
-    from ultimat3_jobs.admin import jobs
+    from ultimat3_jobs.admin import job_actions as jobs
 
     ids = [job_in_state(jobs_driver, "queued", queue="across") for _ in range(3)]
     other = job_in_state(jobs_driver, "queued", queue="elsewhere")

@@ -1,5 +1,5 @@
 """The outbox seam's parity suite: every test runs on ``MemoryOutbox`` and ``PostgresOutbox``
-(``drivers/base.py``'s ``OutboxStore`` docstrings are what it checks), the relay included.
+(``drivers/outbox_store.py``'s ``OutboxStore`` docstrings are what it checks), the relay included.
 
 Time moves by rewriting a row's lease or publish time (the store controls of
 ``outbox_support.py``); the one test of a real lease ending waits well under a second."""

@@ -160,6 +160,19 @@ PARAMS: dict[str, dict[str, Any]] = {
     "leader_resign": {"name": "scheduler", "holder": "h"},
     "counter_rollup": {"keep_seconds": 3600.0},
     "wake_notify": {"channel": "ultimat3_jobs_test", "payloads": ["default"]},
+    **{
+        name: {"id": A, "claim_token": A, "name": "s", "seq": 1, **more}
+        for name, more in {
+            "step_put": {"kind": "run", "status": "done", "output": "1", "error": None},
+            "step_start_once": {},
+            "step_wait": {"kind": "event", "event": "e", "key": "", "seconds": 1.0, "until": None},
+            "step_wait_resolve": {},
+        }.items()
+    },
+    "step_get_many": {"id": A},
+    "job_suspend": {"id": A, "claim_token": A, "step": "s"},
+    "event_send": {"name": "e", "key": "", "payload": "1", "tenant_id": None, "ttl_seconds": 60.0},
+    "events_purge_expired": {"limit": 10},
 }
 
 

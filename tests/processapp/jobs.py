@@ -31,3 +31,50 @@ def stale_writer(
             time.sleep(first_sleep)
     ctx.progress(1, 1, attempt=ctx.attempt, pid=os.getpid())
     return {"attempt": ctx.attempt, "pid": os.getpid()}
+
+
+# -- durable steps (tests/process/test_steps_faults.py) ---------------------------------------
+
+STEPS = "process.steps"
+STALE_STEP = "process.stale_step"
+
+
+@job(
+    name=STEPS,
+    tenant="none",
+    retry=Retry(attempts=50, backoff_base_seconds=0.05, backoff_cap_seconds=0.1, jitter=0),
+)
+def steps_effects(ctx: Any, *, steps: int = 10, pause: float = 0.01) -> int:
+    """``steps`` steps; each writes an effect row (labelled with the step) and answers the
+    attempt that ran it."""
+    from tests.testapp.models import Effect
+
+    for n in range(steps):
+
+        def effect(n: int = n) -> int:
+            Effect.objects.create(
+                job_id=ctx.job_id, attempt=ctx.attempt, worker_pid=os.getpid(), label=f"s{n}"
+            )
+            time.sleep(pause)
+            return int(ctx.attempt)
+
+        ctx.step.run(f"s{n}", effect)
+    return steps
+
+
+@job(name=STALE_STEP, tenant="none", retry=Retry(attempts=3, backoff_base_seconds=0.05, jitter=0))
+def stale_step(ctx: Any, *, first_sleep: float = 8.0) -> dict[str, Any]:
+    """One step that, on the first attempt only, sleeps ``first_sleep`` seconds (deaf to the
+    cancel) before answering: a stale first attempt tries its step write after a later attempt
+    has settled the job."""
+    from tests.testapp.models import Effect
+
+    def slow() -> dict[str, Any]:
+        Effect.objects.create(
+            job_id=ctx.job_id, attempt=ctx.attempt, worker_pid=os.getpid(), label="slow"
+        )
+        if ctx.attempt == 1:
+            time.sleep(first_sleep)
+        return {"attempt": ctx.attempt, "pid": os.getpid()}
+
+    return dict(ctx.step.run("slow", slow))

@@ -9,11 +9,13 @@ Layer: surface. What the page may show of the job is decided before these run, b
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.operator.redaction import Disclosure
 
 PAUSE_NAME_ACTION = "pause_job_names"
 RESUME_NAME_ACTION = "resume_job_names"
@@ -83,3 +85,29 @@ def fitting_buttons(
         return buttons
     unfit = PAUSE_NAME_ACTION if name_paused(driver, name) else RESUME_NAME_ACTION
     return [(action, label) for action, label in buttons if action != unfit]
+
+
+def step_rows(driver: JobDriver, job_id: uuid.UUID, shown: Disclosure) -> list[dict[str, Any]]:
+    """A durable job's stored steps (one read), in the order they were written: name, kind,
+    status, when it last moved, its output as the viewer may see it (redacted like input), and
+    for a wait what it waits for and until when."""
+    rows = []
+    for step in driver.step_get_many(job_id=job_id):
+        waits_for = None
+        if step.status == "waiting":
+            waits_for = "sleep" if step.event is None else f"event {step.event}"
+            if step.key:
+                waits_for += f" (key {step.key})"
+        output = shown.payload(step.output)
+        rows.append(
+            {
+                "name": step.name,
+                "kind": step.kind,
+                "status": step.status,
+                "at": step.updated_at,
+                "output_text": None if step.output is None else pretty(output),
+                "waits_for": waits_for,
+                "until": step.wait_until if step.status == "waiting" else None,
+            }
+        )
+    return rows

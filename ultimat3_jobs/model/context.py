@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ultimat3_jobs.errors import JobAborted
+from ultimat3_jobs.model.step_api import AsyncSteps, Steps
 
 logger = logging.getLogger("ultimat3_jobs.job")
 
@@ -77,6 +78,9 @@ class JobContext:
     lost, worker shutting down); a long body polls ``cancelled.is_set()`` or waits on it.
     ``progress(...)`` reports how far the body got; the worker throttles and stores it.
     ``traceparent`` is the W3C trace context stamped when the job was enqueued, or ``None``.
+    ``step`` holds the durable steps (``ctx.step.run(...)``, ``sleep``, ``wait_for_event``; see
+    :mod:`ultimat3_jobs.model.step_api`): bound to the store by the worker, they store nothing in
+    a direct call.
     """
 
     job_id: uuid.UUID
@@ -87,6 +91,7 @@ class JobContext:
     tenant_id: str | None = None
     traceparent: str | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
+    step: Steps | AsyncSteps = field(default_factory=Steps)
     logger: logging.LoggerAdapter[logging.Logger] = field(init=False)
     _on_progress: Callable[[Any], None] | None = None
 

@@ -30,6 +30,8 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.context import JobContext, install_tenant, uninstall_tenant
 from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.steps import InlineWriter, StepSuspended
+from ultimat3_jobs.runtime.steps.attempt import bind_steps, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import failure, finish, prepare, run_async
@@ -119,7 +121,7 @@ class _Tally:
         )
 
 
-def _attempt(job: ClaimedJob) -> Attempt:
+def _attempt(job: ClaimedJob, driver: JobDriver) -> Attempt:
     handle = registry.find(job.name)
     ctx = JobContext(
         job_id=job.id,
@@ -138,6 +140,12 @@ def _attempt(job: ClaimedJob) -> Attempt:
         )
 
     ctx._on_progress = keep_progress
+    # Steps are written on the test's own connection, inside its transaction (and rolled back
+    # with a failed attempt's savepoint), never by another thread that could not see the job.
+    is_async = attempt.definition is not None and attempt.definition.is_async
+    bind_steps(
+        ctx, driver=driver, claim_token=job.claim_token, is_async=is_async, writer=InlineWriter()
+    )
     return attempt
 
 
@@ -151,6 +159,10 @@ def _call_body(attempt: Attempt) -> Outcome:
         if inspect.isawaitable(result):
             getattr(result, "close", lambda: None)()
             raise TypeError("the job body returned an awaitable; declare it with async def")
+    except StepSuspended:
+        return Outcome(attempt, "suspended")
+    except Exception as exc:
+        return failure(attempt, unwound(attempt, exc), worker_id=WORKER_ID)
     finally:
         uninstall_tenant(token)
     return finish(attempt, result, worker_id=WORKER_ID)
@@ -223,7 +235,7 @@ def run_enqueued(
         )
         if not claimed:
             return tally.summary()
-        attempt = _attempt(claimed[0])
+        attempt = _attempt(claimed[0], driver)
         outcome = run_attempt(attempt, database=database)
         if outcome.error is not None:
             tally.errors[attempt.job.id] = outcome.error

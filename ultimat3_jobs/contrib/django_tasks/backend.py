@@ -47,13 +47,9 @@ from ultimat3_jobs.contrib.django_tasks.bodies import async_body, sync_body
 from ultimat3_jobs.contrib.django_tasks.json_form import json_form
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import EnqueueRefused, JobDeclarationInvalid
-from ultimat3_jobs.model.definitions import (
-    JobDefinition,
-    JobHandle,
-    Retry,
-    check_declaration,
-)
+from ultimat3_jobs.model.definitions import JobHandle
 from ultimat3_jobs.model.enqueue import enqueue
+from ultimat3_jobs.model.job_definition import JobDefinition, Retry, check_declaration
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.types import JOB_NAME_PATTERN, QUEUE_NAME_PATTERN, JobRecord, JobState

@@ -24,6 +24,7 @@ from ultimat3_jobs.drivers.memory.operator import OperatorStatements
 from ultimat3_jobs.drivers.memory.pauses import PauseStatements
 from ultimat3_jobs.drivers.memory.rows import _as_utc
 from ultimat3_jobs.drivers.memory.scheduler import SchedulerStatements
+from ultimat3_jobs.drivers.memory.steps import StepStatements
 from ultimat3_jobs.drivers.memory.wake import MemoryWake
 from ultimat3_jobs.drivers.memory.workers import WorkerStatements
 from ultimat3_jobs.types import JobState
@@ -36,6 +37,7 @@ class MemoryDriver(
     CounterStatements,
     SchedulerStatements,
     WorkerStatements,
+    StepStatements,
     JobDriver,
 ):
     """Jobs in a dict of this process, guarded by one lock."""
@@ -64,6 +66,8 @@ class MemoryDriver(
             self._workers.clear()
             self._tasks.clear()
             self._leaders.clear()
+            self._steps.clear()
+            self._events.clear()
 
     def _set_run_at(self, job_id: uuid.UUID, when: datetime) -> None:
         """Move a job's ``run_at``, as the PostgreSQL tests do with an UPDATE (test support)."""

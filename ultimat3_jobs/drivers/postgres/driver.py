@@ -40,6 +40,7 @@ from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
 from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
 from ultimat3_jobs.drivers.postgres.rows.result import as_uuid, fetch
 from ultimat3_jobs.drivers.postgres.scheduling import SchedulerMethods
+from ultimat3_jobs.drivers.postgres.steps import StepStatements
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 from ultimat3_jobs.errors import JobDuplicate
@@ -71,7 +72,7 @@ __all__ = ["WAKE_CHANNEL", "PostgresDriver", "batch_params"]
 
 
 @speaks_seam_errors
-class PostgresDriver(OperatorMethods, SchedulerMethods, WorkerMethods, JobDriver):
+class PostgresDriver(OperatorMethods, SchedulerMethods, WorkerMethods, StepStatements, JobDriver):
     """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias; raises the seam's
     errors, never the database's (``drivers/postgres/translate.py``)."""
 

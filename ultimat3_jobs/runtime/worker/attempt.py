@@ -12,7 +12,7 @@ from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.types import AttemptError, ClaimedJob
 
-OutcomeKind = Literal["completed", "failed", "lost"]
+OutcomeKind = Literal["completed", "failed", "lost", "suspended"]
 
 
 @dataclass(slots=True, eq=False)
@@ -132,7 +132,8 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How an attempt's body ended. ``terminal`` failures are not retried."""
+    """How an attempt's body ended. ``terminal`` failures are not retried; ``suspended``: a
+    durable step gave the attempt back (``job_suspend`` landed), nothing more to write."""
 
     attempt: Attempt
     kind: OutcomeKind

@@ -11,9 +11,11 @@ from typing import Any
 from django.db import close_old_connections
 
 from ultimat3_jobs.conf import get_settings
-from ultimat3_jobs.errors import EnqueueRefused, JobInputInvalid, JobUnknown, Terminal
+from ultimat3_jobs.errors import JobInputInvalid, JobUnknown
 from ultimat3_jobs.model.context import install_job, install_tenant, uninstall_job, uninstall_tenant
 from ultimat3_jobs.model.enqueue import check_input_signature
+from ultimat3_jobs.model.steps import StepSuspended
+from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import AttemptError
@@ -91,7 +93,7 @@ def failure(attempt: Attempt, exc: BaseException, *, worker_id: str) -> Outcome:
         exc = JobTimedOut(_timeout_message(attempt))
     # A job this process does not declare may be declared by a newer deploy: retried like any
     # failure (and dead-lettered once its attempts are spent), never failed on sight.
-    terminal = isinstance(exc, (Terminal, EnqueueRefused)) and not isinstance(exc, JobUnknown)
+    terminal = is_terminal(exc)
     return Outcome(
         attempt, "failed", error=attempt_error(attempt, exc, worker_id=worker_id), terminal=terminal
     )
@@ -129,8 +131,10 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
             if close is not None:
                 close()
             raise TypeError("the job body returned an awaitable; declare it with async def")
+    except StepSuspended:  # durable steps: the job is suspended, the attempt given back
+        return Outcome(attempt, "suspended")
     except Exception as exc:
-        return failure(attempt, exc, worker_id=worker_id)
+        return failure(attempt, unwound(attempt, exc), worker_id=worker_id)
     finally:
         uninstall_job(running)
         uninstall_tenant(token)
@@ -154,8 +158,10 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
     running = install_job(attempt.ctx)
     try:
         result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
+    except StepSuspended:  # durable steps: the job is suspended, the attempt given back
+        return Outcome(attempt, "suspended")
     except Exception as exc:
-        return failure(attempt, exc, worker_id=worker_id)
+        return failure(attempt, await aunwound(attempt, exc), worker_id=worker_id)
     finally:
         uninstall_job(running)
         uninstall_tenant(token)

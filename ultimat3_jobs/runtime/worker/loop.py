@@ -30,6 +30,8 @@ from ultimat3_jobs.model.registry import registry as default_registry
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
+from ultimat3_jobs.runtime.steps.attempt import bind_steps
+from ultimat3_jobs.runtime.steps.writer import close_writer
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure, run_async, run_sync
@@ -216,6 +218,8 @@ class Worker:
         )
         attempt = Attempt(job=job, definition=definition, ctx=ctx)
         ctx._on_progress = lambda value, a=attempt: self._progress(a, value)
+        is_async = definition is not None and definition.is_async  # hook: durable steps
+        bind_steps(ctx, driver=self.driver, claim_token=job.claim_token, is_async=is_async)
         if definition is not None and definition.timeout_seconds is not None:
             attempt.deadline = attempt.started + definition.timeout_seconds
         with self._lock:
@@ -375,6 +379,7 @@ class Worker:
             logger.warning("jobs.worker.unregister_failed: %s", exc)
         stuck = self._pool.shutdown(timeout=0.5 if self._force else 5.0)
         self._hooks.shutdown(timeout=0.5 if self._force else 5.0)
+        close_writer(self.driver)  # hook: durable steps
         if stuck:
             logger.warning("jobs.worker.threads_left: %s still run abandoned bodies", stuck)
         close_thread_connections()

@@ -108,8 +108,8 @@ class Settler(threading.Thread):
     def _settle(self, batch: list[Outcome]) -> None:
         acks = [o for o in batch if o.kind == "completed"]
         for outcome in batch:
-            if outcome.kind == "lost":
-                self._on_done(outcome.attempt, "lost")
+            if outcome.kind in ("lost", "suspended"):  # suspended: written by its step
+                self._on_done(outcome.attempt, outcome.kind)
         if acks:
             items = [
                 AckItem(

@@ -57,6 +57,27 @@ levels as (
     ) as below
 )
 
+-- fragment: queue_ready
+-- The ready jobs of queue q.name, counted up to limit over the levels (queue_levels): 0 when
+-- the queue is paused, and the rows of a paused job name never count.
+case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name)
+     then 0
+     else (select count(*) from (
+              select 1
+              from levels l
+              cross join lateral (
+                  select 1 from x_jobs j
+                  where j.queue = l.queue and j.priority = l.priority and j.state = 'queued'
+                    and not j.paused and j.run_at <= now()
+                    and not exists (
+                        select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
+                    )
+                  limit %(limit)s
+              ) as due
+              where l.queue = q.name
+              limit %(limit)s) as ready)
+end
+
 -- fragment: job_insert
 -- The one job INSERT (job_enqueue, job_enqueue_many, scheduler_fire; the relay publishes
 -- through job_enqueue_many), from a CTE job_rows(job_row_columns), in its order. An untargeted
@@ -475,24 +496,7 @@ where id = %(id)s
 -- claim seeks (a bounded read, whatever the depth of future or paused rows); a paused queue
 -- has no demand, nor do the rows of a paused job name.
 with recursive {{queue_levels}}
-select q.name as queue,
-       case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.target = q.name)
-            then 0
-            else (select count(*) from (
-                     select 1
-                     from levels l
-                     cross join lateral (
-                         select 1 from x_jobs j
-                         where j.queue = l.queue and j.priority = l.priority and j.state = 'queued'
-                           and not j.paused and j.run_at <= now()
-                           and not exists (
-                               select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
-                           )
-                         limit %(limit)s
-                     ) as due
-                     where l.queue = q.name
-                     limit %(limit)s) as ready)
-       end as ready
+select q.name as queue, {{queue_ready}} as ready
 from unnest(%(queues)s::text[]) as q(name)
 
 -- name: wake_notify

@@ -4,32 +4,13 @@
 -- draining. Expired rows of other workers go in the same statement, so the table stays as small
 -- as the fleet. The purge runs after the upsert (an unreferenced data-modifying CTE) and skips
 -- rows another heartbeat holds, so two heartbeats never wait on each other's purge. The
--- levels are queue_demand's.
+-- levels and the count are queue_demand's.
 with recursive {{queue_levels}}, demand as (
-    select coalesce(jsonb_object_agg(q.name, q.ready), '{}'::jsonb) as demand
+    select coalesce(jsonb_object_agg(r.name, r.ready), '{}'::jsonb) as demand
     from (
-        select u.name,
-               case when %(draining)s then 0
-                    when exists (
-                        select 1 from x_job_pauses p where p.scope = 'queue' and p.target = u.name
-                    ) then 0
-                    else (select count(*) from (
-                             select 1
-                             from levels l
-                             cross join lateral (
-                                 select 1 from x_jobs j
-                                 where j.queue = l.queue and j.priority = l.priority and j.state = 'queued'
-                                   and not j.paused and j.run_at <= now()
-                                   and not exists (
-                                       select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
-                                   )
-                                 limit %(limit)s
-                             ) as due
-                             where l.queue = u.name
-                             limit %(limit)s) as ready)
-               end as ready
-        from unnest(%(queues)s::text[]) as u(name)
-    ) as q
+        select q.name, case when %(draining)s then 0 else {{queue_ready}} end as ready
+        from unnest(%(queues)s::text[]) as q(name)
+    ) as r
 ), purged as (
     delete from x_job_workers w
     where w.id in (

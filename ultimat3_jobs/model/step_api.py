@@ -1,0 +1,240 @@
+"""``ctx.step``: durable steps as a job's body calls them.
+
+Layer L3 (job model). A sync body gets :class:`Steps`; an ``async def`` body gets
+:class:`AsyncSteps`, the same methods to ``await``
+(``await ctx.step.run("charge", charge)``), whose functions may be sync or ``async def``. Both
+drive the plans of :mod:`ultimat3_jobs.model.steps`. A body called directly (outside a worker, with
+:meth:`JobContext.for_direct_call <ultimat3_jobs.model.context.JobContext.for_direct_call>`)
+stores nothing: a step runs its function and answers the JSON form of its result; a sleep or a
+wait answers ``None`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from ultimat3_jobs.model.step_rules import (
+    aware,
+    check_callable,
+    check_event,
+    check_step_name,
+    seconds_of,
+    step_json,
+)
+from ultimat3_jobs.model.steps import Call, Plan, StepState, Write
+
+Duration = float | int | timedelta
+
+
+def _over_timeout(op: Call, started: float) -> None:
+    elapsed = time.monotonic() - started
+    if op.timeout is not None and elapsed > op.timeout:
+        raise TimeoutError(
+            f"step {op.step!r} ran {elapsed:.3g} s, over its timeout of {op.timeout:g} s; "
+            "its result was not stored"
+        )
+
+
+class _Checks:
+    """The argument checks both APIs make before a plan runs (nothing is written when one
+    refuses)."""
+
+    def __init__(self, state: StepState | None = None) -> None:
+        self._state = state
+        self._used: set[str] = set()
+
+    def _direct(self, name: object) -> None:
+        check_step_name(name, self._used)
+        self._used.add(str(name))
+
+    @staticmethod
+    def _wait_args(
+        name: str, event: object, key: object, timeout: object
+    ) -> tuple[str, str | None, float]:
+        checked_event, checked_key = check_event(event, key)
+        return checked_event, checked_key, seconds_of(name, "timeout", timeout)
+
+
+class Steps(_Checks):
+    """``ctx.step`` in a sync body."""
+
+    def run(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        *,
+        compensate: Callable[[Any], Any] | None = None,
+        timeout: Duration | None = None,
+    ) -> Any:
+        """Run ``fn()`` once per job: store its result (JSON) and answer the stored form; on a
+        replay answer the stored result without calling ``fn``. ``compensate(result)`` runs if
+        the job later fails for good. Over ``timeout`` seconds the step fails and stores
+        nothing."""
+        limit = None if timeout is None else seconds_of(str(name), "timeout", timeout)
+        if self._state is None:
+            check_callable(str(name), "fn", fn)
+            self._direct(name)
+            return json.loads(step_json(name, fn()))
+        return self._drive(self._state.plan_run(name, fn, compensate=compensate, timeout=limit))
+
+    def once(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Like :meth:`run`, for a function that must never run twice: ``started`` is stored
+        before ``fn`` runs, and a replay that finds it never done fails the job
+        (``X_STEP_ONCE_INTERRUPTED``) instead of running ``fn`` again."""
+        if self._state is None:
+            return self.run(name, fn)
+        return self._drive(self._state.plan_run(name, fn, kind="once"))
+
+    def sleep(self, name: str, duration: Duration) -> None:
+        """Suspend the job for ``duration`` (seconds or a timedelta) without holding a worker
+        slot; the job resumes by replaying its steps."""
+        seconds = seconds_of(str(name), "duration", duration)
+        if self._state is None:
+            self._direct(name)
+            return None
+        return self._drive(self._state.plan_wait(name, kind="sleep", seconds=seconds))
+
+    def sleep_until(self, name: str, when: datetime) -> None:
+        """Suspend the job until the aware datetime ``when``."""
+        until = aware(str(name), when)
+        if self._state is None:
+            self._direct(name)
+            return None
+        return self._drive(self._state.plan_wait(name, kind="sleep", until=until))
+
+    def wait_for_event(
+        self, name: str, event: str, *, key: str | None = None, timeout: Duration
+    ) -> Any:
+        """Suspend the job until ``send_event(event, key=key)`` is called after the wait
+        began, and answer its payload; ``None`` once ``timeout`` passes (database time)."""
+        checked_event, checked_key, seconds = self._wait_args(str(name), event, key, timeout)
+        if self._state is None:
+            self._direct(name)
+            return None
+        plan = self._state.plan_wait(
+            name, kind="event", event=checked_event, key=checked_key, seconds=seconds
+        )
+        return self._drive(plan)
+
+    def unwind(self) -> None:
+        """Run the compensations of the done steps this run reached, newest first."""
+        if self._state is not None and self._state.reached:
+            self._drive(self._state.plan_unwind())
+
+    @property
+    def compensations(self) -> int:
+        return 0 if self._state is None else len(self._state.reached)
+
+    def _drive(self, plan: Plan) -> Any:
+        assert self._state is not None
+        writer = self._state.writer
+        answer: Any = None
+        try:
+            while True:
+                op = plan.send(answer)
+                if isinstance(op, Write):
+                    answer = writer.call(op.method, op.kwargs)
+                else:
+                    started = time.monotonic()
+                    answer = op.fn(*op.args)
+                    if inspect.isawaitable(answer):
+                        getattr(answer, "close", lambda: None)()
+                        raise TypeError(
+                            f"step {op.step!r}: its function returned an awaitable in a sync "
+                            "body; use a plain function (or declare the body async def)"
+                        )
+                    _over_timeout(op, started)
+        except StopIteration as stop:
+            return stop.value
+
+
+class AsyncSteps(_Checks):
+    """``ctx.step`` in an ``async def`` body: the same methods, awaited."""
+
+    async def run(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        *,
+        compensate: Callable[[Any], Any] | None = None,
+        timeout: Duration | None = None,
+    ) -> Any:
+        """:meth:`Steps.run`; ``fn`` (and ``compensate``) may be ``async def``. Over
+        ``timeout`` the step's coroutine is cancelled."""
+        limit = None if timeout is None else seconds_of(str(name), "timeout", timeout)
+        if self._state is None:
+            check_callable(str(name), "fn", fn)
+            self._direct(name)
+            value = fn()
+            if inspect.isawaitable(value):
+                value = await value
+            return json.loads(step_json(name, value))
+        plan = self._state.plan_run(name, fn, compensate=compensate, timeout=limit)
+        return await self._drive(plan)
+
+    async def once(self, name: str, fn: Callable[[], Any]) -> Any:
+        """:meth:`Steps.once`."""
+        if self._state is None:
+            return await self.run(name, fn)
+        return await self._drive(self._state.plan_run(name, fn, kind="once"))
+
+    async def sleep(self, name: str, duration: Duration) -> None:
+        """:meth:`Steps.sleep`."""
+        seconds = seconds_of(str(name), "duration", duration)
+        if self._state is None:
+            self._direct(name)
+            return None
+        return await self._drive(self._state.plan_wait(name, kind="sleep", seconds=seconds))
+
+    async def sleep_until(self, name: str, when: datetime) -> None:
+        """:meth:`Steps.sleep_until`."""
+        until = aware(str(name), when)
+        if self._state is None:
+            self._direct(name)
+            return None
+        return await self._drive(self._state.plan_wait(name, kind="sleep", until=until))
+
+    async def wait_for_event(
+        self, name: str, event: str, *, key: str | None = None, timeout: Duration
+    ) -> Any:
+        """:meth:`Steps.wait_for_event`."""
+        checked_event, checked_key, seconds = self._wait_args(str(name), event, key, timeout)
+        if self._state is None:
+            self._direct(name)
+            return None
+        plan = self._state.plan_wait(
+            name, kind="event", event=checked_event, key=checked_key, seconds=seconds
+        )
+        return await self._drive(plan)
+
+    async def unwind(self) -> None:
+        """:meth:`Steps.unwind`."""
+        if self._state is not None and self._state.reached:
+            await self._drive(self._state.plan_unwind())
+
+    @property
+    def compensations(self) -> int:
+        return 0 if self._state is None else len(self._state.reached)
+
+    async def _drive(self, plan: Plan) -> Any:
+        assert self._state is not None
+        writer = self._state.writer
+        answer: Any = None
+        try:
+            while True:
+                op = plan.send(answer)
+                if isinstance(op, Write):
+                    answer = await writer.acall(op.method, op.kwargs)
+                    continue
+                value = op.fn(*op.args)
+                if inspect.isawaitable(value):
+                    value = await asyncio.wait_for(value, op.timeout)
+                answer = value
+        except StopIteration as stop:
+            return stop.value

@@ -1,0 +1,128 @@
+"""Records that cross the driver seam and say nothing of a job's lifecycle: pauses, workers,
+the scheduler's lease and fires, settle counters, bulk results.
+
+Layer L1 (core): imports the standard library only; ``ultimat3_jobs.types`` re-exports every
+name, the import path callers use.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+PauseScope = Literal["queue", "job", "task"]
+PAUSE_SCOPES: tuple[PauseScope, ...] = ("queue", "job", "task")
+CounterPeriod = Literal["minute", "hour"]
+COUNTER_PERIODS: tuple[CounterPeriod, ...] = ("minute", "hour")
+COUNTER_OUTCOMES: tuple[str, ...] = (
+    "completed",
+    "retried",
+    "dead",
+    "dropped",
+    "refused",
+    "cancelled",
+)
+"""The columns of ``x_job_counters`` that count settles, in table order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pause:
+    """A paused queue, job name or task: a row the claim reads."""
+
+    scope: PauseScope
+    target: str
+    paused_by: str
+    reason: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerRecord:
+    """A live worker process, as its last heartbeat described it."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    slots: int
+    demand: dict[str, int]
+    started_at: datetime
+    heartbeat_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskState:
+    """A cron task's durable state: the last occurrence dealt with (fired or skipped), and the
+    last one that dispatched a job."""
+
+    name: str
+    watermark: datetime
+    last_fire_at: datetime | None
+    last_job_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Leadership:
+    """A held leader lease: the epoch fences every fire made under it."""
+
+    epoch: int
+    expires_at: datetime
+    store_now: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FireResult:
+    """What one occurrence's statement did: whether the watermark moved (False: another
+    scheduler dealt with it, or the lease was lost) and the job it inserted, if any."""
+
+    moved: bool
+    job_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettleCounts:
+    """How many attempts settled each way (the counting columns of ``x_job_counters``)."""
+
+    completed: int = 0
+    retried: int = 0
+    dead: int = 0
+    dropped: int = 0
+    refused: int = 0
+    cancelled: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """The six counts by outcome, in :data:`COUNTER_OUTCOMES` order."""
+        return {outcome: getattr(self, outcome) for outcome in COUNTER_OUTCOMES}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterRow(SettleCounts):
+    """One row of ``x_job_counters``: how a job name's attempts settled in one bucket."""
+
+    name: str
+    period: CounterPeriod
+    bucket: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterTotal(SettleCounts):
+    """A job name's settle counts summed over every bucket of every period."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """What a bulk operator action did: how many jobs it ``moved``, and how many it was asked
+    about (or found) but left as they were (``remaining``)."""
+
+    moved: int
+    remaining: int
+
+    def __iter__(self) -> Iterator[int]:
+        """``moved, remaining = result``."""
+        return iter((self.moved, self.remaining))
