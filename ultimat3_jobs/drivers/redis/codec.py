@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ultimat3_jobs.drivers.memory.rows import _check_json, _json_text, _normalized
+from ultimat3_jobs.drivers.steps_seam import StepRecord
 from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
@@ -206,3 +207,23 @@ def worker_record(answer: Sequence[Any]) -> WorkerRecord:
 def ids(answer: Sequence[Any]) -> Iterator[uuid.UUID]:
     for value in answer:
         yield uuid.UUID(text(value))
+
+
+def step_record(text: bytes | str | None) -> StepRecord | None:
+    """A step as a script answers it (its JSON object; ``None`` stays ``None``)."""
+    if text is None:
+        return None
+    row = json.loads(text)
+    return StepRecord(
+        name=row["name"],
+        seq=int(row["seq"]),
+        kind=row["kind"],
+        status=row["status"],
+        output=decode_json(row.get("output")),
+        error=decode_json(row.get("error")),
+        event=row.get("event"),
+        key=row.get("key"),
+        wait_since=moment(row.get("wait_since")),
+        wait_until=moment(row.get("wait_until")),
+        updated_at=moment(row.get("updated_at")),
+    )

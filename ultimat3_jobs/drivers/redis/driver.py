@@ -6,7 +6,8 @@ write about a running attempt compares the claim token inside its script; every 
 the project's database, so :meth:`RedisDriver.commits_with` answers False for every alias: an
 enqueue inside ``transaction.atomic()`` is staged in ``x_outbox`` and published after the
 commit (``model/transactions.py``). This module holds the worker's job methods; the operator's
-(``operating.py``) and the scheduler's and worker registry's (``scheduling.py``) are mixed in.
+(``operating.py``), the scheduler's and worker registry's (``scheduling.py``) and the step
+store's and event bus's (``steps.py``) are mixed in.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ultimat3_jobs.drivers.redis.connection import DEFAULT_PREFIX
 from ultimat3_jobs.drivers.redis.operating import OperatorMethods
 from ultimat3_jobs.drivers.redis.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
+from ultimat3_jobs.drivers.redis.steps import StepScriptMethods
 from ultimat3_jobs.drivers.redis.wake import RedisWake
 from ultimat3_jobs.types import (
     AckItem,
@@ -48,7 +50,7 @@ from ultimat3_jobs.types import (
 
 
 @speaks_seam_errors
-class RedisDriver(OperatorMethods, SchedulerMethods, JobDriver):
+class RedisDriver(OperatorMethods, SchedulerMethods, StepScriptMethods, JobDriver):
     """Jobs in the Redis of a django-redis cache alias; raises the seam's errors, never the
     client's (``scripts.py``)."""
 

@@ -27,6 +27,15 @@
 --   B:worker:<w>     HASH   one worker's row; B:workers ZSET of ids by expires_at
 --   B:leader:<l>     HASH   holder epoch expires_at
 --   B:task:<t>       HASH   watermark last_fire_at last_job_id
+--   B:steps:<id>     HASH   one job's steps, deleted with it: step name -> JSON object of name
+--                           seq kind status output error event key wait_since wait_until
+--                           updated_at (output and error as JSON text, times and seq as text)
+--   B:waits:<e>      ZSET   the waiting steps on event and key <e> ("<len>:<event><key>", as
+--                           B:keys spells a name and key), "<id>\t<step>" by wait_since
+--   B:event:<eid>    HASH   one event: name key payload tenant created_at expires_at
+--   B:events:<e>     ZSET   the events of event and key <e>, ids (15 digits) by created_at
+--   B:event_expiry   ZSET   every event id by expires_at (the purge's order)
+--   B:event_seq      STRING the last event id given
 --   B:wake           pub/sub channel: the queue of each enqueue due now
 
 local B = KEYS[1]
@@ -49,6 +58,7 @@ local function opt(text)
 end
 
 local function jkey(id) return B .. ':job:' .. id end
+local function skey(id) return B .. ':steps:' .. id end
 
 local function live_field(name, key)
     return string.len(name) .. ':' .. name .. key
@@ -178,6 +188,48 @@ local function count(name, now, outcome)
     redis.call('HINCRBY', B .. ':counters:minute', fmt(bucket) .. '\t' .. outcome .. '\t' .. name, 1)
 end
 
+-- A job's stored step (a table of the fields the key layout names), or nil.
+local function step_load(id, name)
+    local text = redis.call('HGET', skey(id), name)
+    if not text then return nil end
+    return cjson.decode(text)
+end
+
+-- Store a step and keep B:waits in step with it: a waiting step on an event is listed there,
+-- any other is not.
+local function step_save(id, step)
+    redis.call('HSET', skey(id), step.name, cjson.encode(step))
+    if step.event then
+        local waits = B .. ':waits:' .. live_field(step.event, step.key)
+        if step.status == 'waiting' then
+            redis.call('ZADD', waits, step.wait_since, id .. '\t' .. step.name)
+        else
+            redis.call('ZREM', waits, id .. '\t' .. step.name)
+        end
+    end
+end
+
+-- The id of the first event of a waiting step's event and key sent at or after its wait began
+-- (ties by id, the order events were sent), or nil; a sleep matches none.
+local function step_match(step)
+    if not step.event then return nil end
+    local found = redis.call('ZRANGEBYSCORE', B .. ':events:' .. live_field(step.event, step.key),
+        step.wait_since, '+inf', 'LIMIT', 0, 1)
+    return found[1]
+end
+
+-- Delete a job's steps (with the job: PostgreSQL's cascade), and its waits from B:waits.
+local function steps_drop(id)
+    for _, text in ipairs(redis.call('HVALS', skey(id))) do
+        local step = cjson.decode(text)
+        if step.status == 'waiting' and step.event then
+            redis.call('ZREM', B .. ':waits:' .. live_field(step.event, step.key),
+                id .. '\t' .. step.name)
+        end
+    end
+    redis.call('DEL', skey(id))
+end
+
 local LIVE = {queued = true, running = true}
 local FINISHED = {completed = true, failed = true, cancelled = true}
 
@@ -200,6 +252,7 @@ local function move(id, from, to, row, now)
     end
     if to == nil then
         redis.call('DEL', k)
+        steps_drop(id)
         redis.call('ZREM', B .. ':jobs', id)
         return
     end
