@@ -3,31 +3,12 @@ acked; a failing body is retried and dead-lettered; a job whose worker was lost 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
-from django.test import override_settings
-
-from tests.drivers.conftest import drop_redis_store
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
-from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.redis import RedisDriver
 from ultimat3_jobs.types import JobState
-
-REDIS_STORE = {"DRIVER": "redis", "REDIS_ALIAS": "redis", "DEFAULT_TENANT": "none"}
-
-
-@pytest.fixture
-def redis_worker(make_worker: Callable[..., Any]) -> Iterator[tuple[RedisDriver, Any]]:
-    with override_settings(ULTIMAT3_JOBS=REDIS_STORE):
-        driver = get_driver()
-        assert isinstance(driver, RedisDriver)
-        try:
-            yield driver, make_worker
-        finally:
-            drop_redis_store(driver)
 
 
 def state(driver: RedisDriver, job_id: Any) -> JobState | None:
