@@ -3,8 +3,6 @@ store's clock; events_purge_expired deletes what expired, counted."""
 
 from __future__ import annotations
 
-import threading
-
 from tests.drivers.steps_support import (
     running,
     shift_event_expiry,
@@ -13,7 +11,7 @@ from tests.drivers.steps_support import (
     steps_of,
     wait,
 )
-from tests.drivers.support import claim, get, request
+from tests.drivers.support import claim, get, request, wakes_of
 from ultimat3_jobs.types import JobState
 
 
@@ -103,20 +101,9 @@ def test_event_send_wakes_the_queues_of_the_jobs_it_made_due(driver):
     if driver.name == "postgres":
         return  # NOTIFY is delivered at commit; the process tests cover PostgreSQL's wake.
     _suspended(driver, event="e")
-    woken: list[str] = []
-    arrived = threading.Event()
-
-    def on_wake(queue: str) -> None:
-        woken.append(queue)
-        arrived.set()
-
-    subscription = driver.wake_subscribe(on_wake=on_wake)
-    try:
+    with wakes_of(driver) as woken:  # live before the send, so no wake is missed
         driver.event_send(name="e", ttl_seconds=60)
-        assert arrived.wait(5)
-        assert woken == ["default"]
-    finally:
-        subscription.close()
+    assert woken == ["default"]
 
 
 def test_events_purge_expired_is_counted_and_bounded(driver):
