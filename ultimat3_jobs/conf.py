@@ -26,6 +26,7 @@ SETTING_NAME = "ULTIMAT3_JOBS"
 
 DRIVER_DEFAULT = "postgres"
 DATABASE_DEFAULT = "default"
+REDIS_ALIAS_DEFAULT = "default"
 DEFAULT_QUEUE_DEFAULT = "default"
 DEFAULT_TENANT_DEFAULT: str | None = None
 DEFAULT_MAX_ATTEMPTS_DEFAULT = 3
@@ -62,6 +63,7 @@ WEBHOOK_SECRET_OVERLAP_SECONDS_DEFAULT = 86400.0
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
     "memory": "ultimat3_jobs.drivers.memory.MemoryDriver",
+    "redis": "ultimat3_jobs.drivers.redis.RedisDriver",
 }
 
 
@@ -71,6 +73,7 @@ class Settings:
 
     driver: str = DRIVER_DEFAULT
     database: str = DATABASE_DEFAULT
+    redis_alias: str = REDIS_ALIAS_DEFAULT
     default_queue: str = DEFAULT_QUEUE_DEFAULT
     default_tenant: str | None = DEFAULT_TENANT_DEFAULT
     default_max_attempts: int = DEFAULT_MAX_ATTEMPTS_DEFAULT
@@ -164,6 +167,14 @@ def _database(key: str, value: Any) -> str | None:
     return _problem(key, f"must name an alias of settings.DATABASES ({', '.join(aliases)})", value)
 
 
+def _cache_alias(key: str, value: Any) -> str | None:
+    # Whether the alias names a django-redis cache is a system check (E054): it matters only
+    # for the Redis driver, and CACHES may be read only once settings are complete.
+    if isinstance(value, str) and value:
+        return None
+    return _problem(key, "must name an alias of settings.CACHES (a non-empty string)", value)
+
+
 def _queue(key: str, value: Any) -> str | None:
     if isinstance(value, str) and re.fullmatch(QUEUE_NAME_PATTERN, value):
         return None
@@ -202,6 +213,7 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("DATABASE", "ultimat3_jobs.E011", _database),
     ("DEFAULT_QUEUE", "ultimat3_jobs.E012", _queue),
     ("DEFAULT_TENANT", "ultimat3_jobs.E013", _tenant),
+    ("REDIS_ALIAS", "ultimat3_jobs.E014", _cache_alias),
     ("DEFAULT_MAX_ATTEMPTS", "ultimat3_jobs.E020", number(minimum=1, maximum=1000, integer=True)),
     ("INPUT_MAX_BYTES", "ultimat3_jobs.E021", number(minimum=1, maximum=64 * 2**20, integer=True)),
     ("INPUT_MAX_DEPTH", "ultimat3_jobs.E022", number(minimum=1, maximum=256, integer=True)),

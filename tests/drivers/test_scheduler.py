@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.drivers.support import HOUR, claim_one, enqueue, get, utcnow
+from tests.drivers.support import HOUR, RedisControls, claim_one, enqueue, get, utcnow
 from ultimat3_jobs.model.cron import idempotency_key
 from ultimat3_jobs.model.enqueue import build_request
 from ultimat3_jobs.model.options import EnqueueOptions
@@ -31,6 +31,9 @@ def expire_leader(driver, name=LEADER):
         moved = SchedulerLeader.objects.filter(name=name).update(expires_at=utcnow() - HOUR)
         assert moved == 1
         return
+    if driver.name == "redis":
+        RedisControls(driver).expire_leader(name)
+        return
     # The memory driver offers no test-support method for its leases: its private dict
     # ``_leaders`` (name -> (holder, epoch, expires_at)) is the table, so the test edits it
     # directly, under the driver's lock.
@@ -46,6 +49,8 @@ def leader_row(driver, name=LEADER):
 
         row = SchedulerLeader.objects.get(name=name)
         return row.holder, row.epoch
+    if driver.name == "redis":
+        return RedisControls(driver).leader_row(name)
     holder, epoch, _ = driver._leaders[name]  # memory: see expire_leader
     return holder, epoch
 
@@ -55,6 +60,8 @@ def job_count(driver):
         from ultimat3_jobs.models import Job
 
         return Job.objects.count()
+    if driver.name == "redis":
+        return RedisControls(driver).row_count()
     return len(driver._rows)  # memory: its row dict is the table
 
 

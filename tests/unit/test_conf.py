@@ -20,6 +20,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("DATABASE", "missing", "ultimat3_jobs.E011", "must name an alias of settings.DATABASES"),
     ("DEFAULT_QUEUE", "has space", "ultimat3_jobs.E012", "must be a queue name"),
     ("DEFAULT_TENANT", "acme", "ultimat3_jobs.E013", 'or "none"'),
+    ("REDIS_ALIAS", "", "ultimat3_jobs.E014", "must name an alias of settings.CACHES"),
     ("DEFAULT_MAX_ATTEMPTS", 0, "ultimat3_jobs.E020", "an integer from 1 to 1000"),
     ("DEFAULT_MAX_ATTEMPTS", 10**9, "ultimat3_jobs.E020", "an integer from 1 to 1000"),
     ("DEFAULT_MAX_ATTEMPTS", 2.5, "ultimat3_jobs.E020", "an integer"),
