@@ -55,7 +55,7 @@ class WorkerRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TaskState:
+class CronState:
     """A cron task's durable state: the last occurrence dealt with (fired or skipped), and the
     last one that dispatched a job."""
 

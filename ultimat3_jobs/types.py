@@ -23,12 +23,12 @@ from ultimat3_jobs.records import (  # noqa: F401
     CounterPeriod,
     CounterRow,
     CounterTotal,
+    CronState,
     FireResult,
     Leadership,
     Pause,
     PauseScope,
     SettleCounts,
-    TaskState,
     WorkerRecord,
 )
 

@@ -1,5 +1,5 @@
 """The scheduler's store methods, on both drivers: the leader lease (``leader_attempt_elect``,
-``leader_resign``), task state (``scheduler_task_sync``) and the fenced fire
+``leader_resign``), task state (``scheduler_cron_sync``) and the fenced fire
 (``scheduler_fire``)."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def fire(driver, *, old, occurrence, holder="a", epoch=1, dispatch=True, task=TA
 
 
 def sync_one(driver, name=TASK):
-    states = driver.scheduler_task_sync(names=[name])
+    states = driver.scheduler_cron_sync(names=[name])
     assert set(states) == {name}
     return states[name]
 
@@ -186,7 +186,7 @@ def test_sync_starts_a_new_task_at_now(driver):
 
 def test_sync_keeps_a_known_watermark(driver):
     first = sync_one(driver)
-    again = driver.scheduler_task_sync(names=[TASK, "tests.paris_daily"])
+    again = driver.scheduler_cron_sync(names=[TASK, "tests.paris_daily"])
     assert again[TASK].watermark == first.watermark
     assert close_to_now(again["tests.paris_daily"].watermark)
 
@@ -204,7 +204,7 @@ def test_sync_answers_the_watermark_a_fire_moved(driver):
 
 
 def test_sync_of_no_names_answers_nothing(driver):
-    assert driver.scheduler_task_sync(names=[]) == {}
+    assert driver.scheduler_cron_sync(names=[]) == {}
 
 
 # -- the fenced fire --------------------------------------------------------------------------

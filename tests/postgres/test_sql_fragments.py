@@ -130,7 +130,7 @@ def test_the_shared_insert_keeps_each_path_s_rules() -> None:
     assert _run("job_enqueue", delayed)
     later = datetime.now(UTC) + timedelta(hours=1)
     _run("leader_attempt_elect", {"name": "scheduler", "holder": "h", "ttl_seconds": 5.0})
-    (state,) = _run("scheduler_task_sync", {"names": ["tests.every_second"]})
+    (state,) = _run("scheduler_cron_sync", {"names": ["tests.every_second"]})
     fired = {
         **ENQUEUE,
         "id": uuid.uuid4(),

@@ -145,7 +145,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "outbox_mark_published": {"relay_id": "r", "ids": [B]},
     "outbox_record_failure": {"relay_id": "r", "id": B, "error": "e", "retry_seconds": 1.0},
     "outbox_purge_published": {"retention_seconds": 0.0, "limit": 10},
-    "scheduler_task_sync": {"names": ["tests.every_second"]},
+    "scheduler_cron_sync": {"names": ["tests.every_second"]},
     "scheduler_fire": {
         **ENQUEUE,
         "task": "tests.every_second",

@@ -33,6 +33,7 @@ from ultimat3_jobs.types import (
     AckItem,
     AttemptError,
     ClaimedJob,
+    CronState,
     EnqueueRequest,
     EnqueueResult,
     ExpiredAttempt,
@@ -42,7 +43,6 @@ from ultimat3_jobs.types import (
     Leadership,
     NackAction,
     RescuedJob,
-    TaskState,
     WorkerRecord,
 )
 
@@ -216,7 +216,7 @@ class JobDriver(StepMethods, OperatorSeam, abc.ABC):
         watermark moved."""
 
     @abc.abstractmethod
-    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+    def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
         """The state of each named task; a task never seen before starts with its watermark
         at now, so it never replays its history."""
 

@@ -12,7 +12,7 @@ from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
-from ultimat3_jobs.types import EnqueueRequest, FireResult, Leadership, TaskState, WorkerRecord
+from ultimat3_jobs.types import CronState, EnqueueRequest, FireResult, Leadership, WorkerRecord
 
 
 @speaks_seam_errors
@@ -63,16 +63,16 @@ class SchedulerMethods(RedisStore):
             moved=bool(moved), job_id=None if job_id is None else uuid.UUID(codec.text(job_id))
         )
 
-    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+    def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
         names = list(names)
         if not names:
             return {}
         states = {}
         for name, (watermark, last_fire_at, last_job_id) in zip(
-            names, self._run("scheduler_task_sync", names), strict=True
+            names, self._run("scheduler_cron_sync", names), strict=True
         ):
             job_id = codec.text(last_job_id)
-            states[name] = TaskState(
+            states[name] = CronState(
                 name=name,
                 watermark=codec.moment(watermark),  # type: ignore[arg-type]
                 last_fire_at=codec.moment(last_fire_at),

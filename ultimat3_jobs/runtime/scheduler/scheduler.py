@@ -28,7 +28,7 @@ from ultimat3_jobs.model.registry import registry as default_registry
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 from ultimat3_jobs.runtime.common.pool import close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
-from ultimat3_jobs.types import TaskState
+from ultimat3_jobs.types import CronState
 
 logger = logging.getLogger("ultimat3_jobs.scheduler")
 
@@ -191,13 +191,13 @@ class Scheduler:
         self.leading.clear()
 
     def _sync(self, tasks: list[JobDefinition]) -> None:
-        states = self.driver.scheduler_task_sync(names=[d.name for d in tasks])
+        states = self.driver.scheduler_cron_sync(names=[d.name for d in tasks])
         self._known = {}
         for definition in tasks:
             assert definition.schedule is not None
             self._remember(definition, definition.schedule, states[definition.name])
 
-    def _remember(self, definition: JobDefinition, schedule: Schedule, state: TaskState) -> None:
+    def _remember(self, definition: JobDefinition, schedule: Schedule, state: CronState) -> None:
         self._known[definition.name] = _Known(
             definition=definition,
             schedule=schedule,

@@ -1,4 +1,4 @@
--- scheduler_task_sync: each named task's state; a task never seen starts at now, so it never
+-- scheduler_cron_sync: each named task's state; a task never seen starts at now, so it never
 -- replays its history.
 -- KEYS[1]  the store's base key (see the key layout in _lib.lua)
 -- ARGV     task names
