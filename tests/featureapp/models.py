@@ -50,8 +50,8 @@ class Message(models.Model):
     body = models.TextField(blank=True, default="")
 
 
-class ProfileNote(models.Model):
-    """Points at a Profile with CASCADE: deleting profiles reaches it."""
+class MessageReply(models.Model):
+    """Points at a Message with CASCADE: deleting messages would reach it."""
 
-    profile = models.ForeignKey(Profile, on_delete=models.CASCADE)
+    message = models.ForeignKey(Message, on_delete=models.CASCADE)
     text = models.CharField(max_length=100, blank=True, default="")
