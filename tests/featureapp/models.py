@@ -1,3 +1,4 @@
+# ruff: noqa: DJ008 - test tables, never shown
 """Tables for the tests of consumers and subject requests (no jobs module: nothing declared
 here is autodiscovered)."""
 

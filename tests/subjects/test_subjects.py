@@ -51,7 +51,9 @@ def tables() -> Iterator[None]:
 
 def _data() -> None:
     for who in ("alice", "bob"):
-        Profile.objects.bulk_create(Profile(subject=who, display_name=f"{who}{n}") for n in range(3))
+        Profile.objects.bulk_create(
+            Profile(subject=who, display_name=f"{who}{n}") for n in range(3)
+        )
         Purchase.objects.bulk_create(
             Purchase(subject=who, address=f"{who} street", total=n) for n in range(5)
         )
@@ -60,7 +62,9 @@ def _data() -> None:
 
 def _snapshot(who: str) -> dict[str, Any]:
     return {
-        "profiles": list(Profile.objects.filter(subject=who).values_list("display_name", flat=True)),
+        "profiles": list(
+            Profile.objects.filter(subject=who).values_list("display_name", flat=True)
+        ),
         "purchases": list(
             Purchase.objects.filter(subject=who).values_list("address", "total").order_by("id")
         ),
