@@ -34,3 +34,9 @@ class CodedOutcome(Exception):
 
     def __str__(self) -> str:
         return f"{self.code}: {super().__str__()}"
+
+
+# Every error is known by its place in ``ultimat3_jobs.errors`` (the recorded ``error_class`` of
+# a failed attempt, a pickled error): that name stays, wherever the class is defined.
+for _cls in (JobsError, Terminal, CodedOutcome):
+    _cls.__module__ = "ultimat3_jobs.errors"

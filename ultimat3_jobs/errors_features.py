@@ -117,3 +117,10 @@ class SubjectTableUnknown(CodedOutcome, Terminal):
     once and reaches no other table."""
 
     code = "X_SUBJECT_TABLE_UNKNOWN"
+
+
+# Known by their place in ``ultimat3_jobs.errors`` (the recorded ``error_class`` of a failed
+# attempt, a pickled error), which re-exports them.
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and _cls.__module__ == __name__:
+        _cls.__module__ = "ultimat3_jobs.errors"
