@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "ultimat3_jobs",
     "tests.testapp",
+    "tests.featureapp",
 ]
 
 MIDDLEWARE = [

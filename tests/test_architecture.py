@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
-CORE = ["records", "types", "errors", "conf", "serialization"]
+CORE = ["records", "types", "errors_base", "errors_features", "errors", "conf", "serialization"]
 SEAM = [
     "drivers",
     "drivers.base",
@@ -27,9 +27,9 @@ SURFACE_PACKAGES = ("admin", "management", "contrib", "testing")
 SURFACE = ["__init__", "apps", "checks", "urls", "views", *SHIMS]
 # Features built on the public job API (a job, a view), with tables of their own that they read
 # and write through the ORM, as the admin does: never the hot path of the job store.
-FEATURE_PACKAGES = ("webhooks",)
+FEATURE_PACKAGES = ("webhooks", "consumers", "subjects")
 # A feature's tables: models.py imports them so that Django (and its migrations) sees them.
-FEATURE_TABLES = ["webhooks.tables"]
+FEATURE_TABLES = ["webhooks.tables", "consumers.tables", "subjects.tables"]
 
 
 def layer_of(module: str) -> str:

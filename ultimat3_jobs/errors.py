@@ -41,6 +41,12 @@ The tree::
     ├── WebhookBodyTooLarge                    X_WEBHOOK_BODY_TOO_LARGE
     ├── WebhookEventIdInvalid (ValueError)     X_WEBHOOK_EVENT_ID_INVALID
     ├── WebhookPayloadInvalid (ValueError)     X_WEBHOOK_PAYLOAD_INVALID
+    ├── ConsumerInvalid (ValueError)           X_CONSUMER_INVALID
+    ├── ConsumerSelfEnqueue (ValueError)       X_CONSUMER_SELF_ENQUEUE
+    ├── ConsumerUnknown (LookupError)          X_CONSUMER_UNKNOWN
+    ├── SubjectFieldUnknown (ValueError)       X_SUBJECT_FIELD_UNKNOWN
+    ├── SubjectTableInvalid (ValueError)       X_SUBJECT_TABLE_INVALID
+    ├── SubjectRequestInvalid (ValueError)     X_SUBJECT_REQUEST_INVALID
     ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
     ├── StoreRefused                           X_STORE_REFUSED
     └── InvariantViolated                      X_INVARIANT
@@ -49,13 +55,17 @@ The tree::
     Terminal                                   X_JOB_TERMINAL
     ├── JobTenantMismatch                      X_JOB_TENANT_MISMATCH
     ├── WebhookEndpointDisabled                X_WEBHOOK_ENDPOINT_DISABLED
-    └── WebhookDestinationRefused              X_WEBHOOK_DESTINATION_REFUSED
+    ├── WebhookDestinationRefused              X_WEBHOOK_DESTINATION_REFUSED
+    └── SubjectTableUnknown                    X_SUBJECT_TABLE_UNKNOWN
 
     Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
     attempt whose worker was lost before it settled; SettleRefused
     (``ultimat3_jobs.SettleRefused``), of an attempt whose result or error the database refused
     to store; Cancelled (``ultimat3_jobs.Cancelled``), the entry an operator's cancel leaves with
     its reason.
+
+The roots live in ``errors_base``, the features' errors (webhooks, consumers, subject requests)
+in ``errors_features``; this module re-exports them, so import every error from here.
 
 Each class's docstring is its default message; ``docs/reference/errors.md`` lists every code and a
 test keeps the page and this module in step.
@@ -64,20 +74,29 @@ test keeps the page and this module in step.
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar
 
 from django.core.exceptions import ImproperlyConfigured
 
-
-class JobsError(Exception):
-    """ultimat3-jobs refused the operation."""
-
-    code: ClassVar[str] = "X_JOBS"
-
-    def __init__(self, message: str | None = None, **context: Any) -> None:
-        self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
-        self.context = context
-        super().__init__(f"{self.code}: {self.message}")
+from ultimat3_jobs.errors_base import CodedOutcome as _CodedOutcome
+from ultimat3_jobs.errors_base import JobsError, Terminal
+from ultimat3_jobs.errors_features import (  # noqa: F401  (re-exported: import them from here)
+    ConsumerInvalid,
+    ConsumerSelfEnqueue,
+    ConsumerUnknown,
+    SubjectFieldUnknown,
+    SubjectRequestInvalid,
+    SubjectTableInvalid,
+    SubjectTableUnknown,
+    WebhookBodyTooLarge,
+    WebhookDeliveryFailed,
+    WebhookDestinationRefused,
+    WebhookEndpointDisabled,
+    WebhookEndpointInvalid,
+    WebhookEndpointNotFound,
+    WebhookEventIdInvalid,
+    WebhookPayloadInvalid,
+    WebhookSignatureInvalid,
+)
 
 
 class JobsConfigurationError(JobsError, ImproperlyConfigured):
@@ -268,48 +287,6 @@ class OutboxNoTransaction(JobsError):
     code = "X_OUTBOX_NO_TRANSACTION"
 
 
-class WebhookEndpointInvalid(JobsError, ValueError):
-    """A webhook endpoint's name, URL, tenant or secret breaks its rule."""
-
-    code = "X_WEBHOOK_ENDPOINT_INVALID"
-
-
-class WebhookEndpointNotFound(JobsError, LookupError):
-    """No webhook endpoint has this name."""
-
-    code = "X_WEBHOOK_ENDPOINT_NOT_FOUND"
-
-
-class WebhookDeliveryFailed(JobsError):
-    """A webhook endpoint did not answer 2xx (or could not be reached); the attempt is retried."""
-
-    code = "X_WEBHOOK_DELIVERY_FAILED"
-
-
-class WebhookSignatureInvalid(JobsError):
-    """A received webhook's signature is missing, wrong or stale (answered 401)."""
-
-    code = "X_WEBHOOK_SIGNATURE_INVALID"
-
-
-class WebhookBodyTooLarge(JobsError):
-    """A received webhook's body is larger than its receiver's max_bytes (answered 413)."""
-
-    code = "X_WEBHOOK_BODY_TOO_LARGE"
-
-
-class WebhookEventIdInvalid(JobsError, ValueError):
-    """A received webhook's event id is missing or breaks the id pattern (answered 422)."""
-
-    code = "X_WEBHOOK_EVENT_ID_INVALID"
-
-
-class WebhookPayloadInvalid(JobsError, ValueError):
-    """A received webhook's verified body is not the JSON its receiver reads (answered 400)."""
-
-    code = "X_WEBHOOK_PAYLOAD_INVALID"
-
-
 class DriverUnavailable(JobsError):
     """The job store cannot be reached."""
 
@@ -344,38 +321,10 @@ class InvariantViolated(JobsError):
     code = "X_INVARIANT"
 
 
-class Terminal(Exception):
-    """Raised by a job's body to fail the job at once, without further retries."""
-
-    code: ClassVar[str] = "X_JOB_TERMINAL"
-
-
-class _CodedOutcome(Exception):
-    """A job outcome whose text starts with its code, as a refusal's does."""
-
-    code: ClassVar[str]
-
-    def __str__(self) -> str:
-        return f"{self.code}: {super().__str__()}"
-
-
 class JobTenantMismatch(_CodedOutcome, Terminal):
     """A job's input names another tenant than the one it runs for (or than its target's)."""
 
     code = "X_JOB_TENANT_MISMATCH"
-
-
-class WebhookEndpointDisabled(_CodedOutcome, Terminal):
-    """The webhook endpoint is disabled: no request was sent."""
-
-    code = "X_WEBHOOK_ENDPOINT_DISABLED"
-
-
-class WebhookDestinationRefused(_CodedOutcome, Terminal):
-    """A webhook URL resolves to an address deliveries may not reach (loopback, private,
-    link-local, metadata) and WEBHOOK_ALLOWED_NETWORKS does not allow it: no request was sent."""
-
-    code = "X_WEBHOOK_DESTINATION_REFUSED"
 
 
 class LeaseExpired(Exception):
@@ -387,9 +336,9 @@ class SettleRefused(Exception):
 
 
 def all_error_classes() -> list[type[JobsError] | type[Terminal]]:
-    """Every error class of this module, refusals first, in definition order."""
+    """Every error class of this module (those it re-exports included), refusals first."""
     found: list[type[JobsError] | type[Terminal]] = []
     for value in globals().values():
         if isinstance(value, type) and issubclass(value, (JobsError, Terminal)):
             found.append(value)
-    return found
+    return sorted(found, key=lambda cls: issubclass(cls, Terminal))

@@ -14,7 +14,9 @@ from django.db import connections, models
 from django.db.models import Q
 from django.db.models.functions import Now
 
+from ultimat3_jobs.consumers.tables import ConsumerCursor  # noqa: F401  (a feature's table)
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
+from ultimat3_jobs.subjects.tables import SubjectRequest  # noqa: F401  (a feature's table)
 from ultimat3_jobs.types import (
     LIVE_STATES,
     PAUSE_SCOPES,
@@ -25,7 +27,8 @@ from ultimat3_jobs.types import (
     JobState,
 )
 
-# The webhook tables live beside the feature that reads them; imported here for Django.
+# The tables of the features (webhooks, consumers, subject requests) live beside the feature
+# that reads them; imported here for Django.
 from ultimat3_jobs.webhooks.tables import WebhookDelivery, WebhookEndpoint  # noqa: F401
 
 _LIVE = sorted(state.value for state in LIVE_STATES)

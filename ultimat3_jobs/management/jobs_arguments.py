@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX
+from ultimat3_jobs.management.jobs_consumers import add_consumer_verbs
 from ultimat3_jobs.management.jobs_webhooks import add_webhook_verbs
 
 LIST_LIMIT_DEFAULT = 50
@@ -131,3 +132,4 @@ def add_verbs(parser: CommandParser) -> None:
         listing.add_argument("--json", action="store_true", help="One JSON document.")
 
     add_webhook_verbs(verbs_parser)
+    add_consumer_verbs(verbs_parser)

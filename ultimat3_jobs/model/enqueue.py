@@ -26,6 +26,7 @@ from ultimat3_jobs.errors import (
 )
 from ultimat3_jobs.model.context import refuse_if_aborted
 from ultimat3_jobs.model.options import EnqueueOptions, options_from
+from ultimat3_jobs.model.origin import current_origin
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
 from ultimat3_jobs.model.transactions import AfterCommits, Route, route
@@ -232,6 +233,10 @@ def build_request(
     key = _idempotency_key(options)
     _on_conflict(options)
     enqueued_by = _enqueued_by(options)
+    origin = current_origin()
+    if origin is not None:
+        origin.check(definition.name)
+        enqueued_by = enqueued_by if enqueued_by is not None else origin.label
     check_input_signature(definition, input)
     input_json = encode_json(
         dict(input), max_depth=settings.input_max_depth, max_bytes=settings.input_max_bytes

@@ -1,6 +1,7 @@
 """``manage.py jobs``: the operator CLI.
 
-``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron|send-event|webhooks``.
+``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron|send-event|webhooks|
+consumers``.
 Every verb acts through :mod:`ultimat3_jobs.operator` on the configured driver, as the admin does
 (``send-event`` through :func:`~ultimat3_jobs.send_event`, as a job would); every read takes
 ``--json`` for machines. A refusal prints its ``X_*`` code and message and exits with status 1.
@@ -22,6 +23,7 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import JobsError
 from ultimat3_jobs.management.jobs_arguments import add_verbs
+from ultimat3_jobs.management.jobs_consumers import ConsumerVerbs
 from ultimat3_jobs.management.jobs_reads import ReadVerbs
 from ultimat3_jobs.management.jobs_webhooks import WebhookVerbs
 from ultimat3_jobs.model.events import send_event
@@ -47,7 +49,7 @@ JOB_VERBS: dict[str, tuple[OneJobVerb, ManyJobsVerb, str]] = {
 }
 
 
-class Command(ReadVerbs, WebhookVerbs, BaseCommand):
+class Command(ReadVerbs, WebhookVerbs, ConsumerVerbs, BaseCommand):
     help = (
         "Operate ultimat3-jobs: list and show jobs; cancel, requeue, promote or remove them; "
         "pause and resume queues, job names and cron jobs; read queue stats and cron jobs."
@@ -77,6 +79,8 @@ class Command(ReadVerbs, WebhookVerbs, BaseCommand):
                 self._send_event(options)
             elif verb == "webhooks":
                 self._webhooks(options)
+            elif verb == "consumers":
+                self._consumers(options)
         except JobsError as exc:
             raise CommandError(str(exc)) from exc
 
