@@ -112,14 +112,13 @@ def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
 
 def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     """Run a sync body on the calling (pool) thread, with the job's tenant installed and the
-    database connections handled as Django handles them around a request."""
+    thread's database connections checked after it, as Django checks them after a request."""
     if not attempt.begin():
         return not_begun(attempt, worker_id=worker_id)
     refused = prepare(attempt)
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
-    close_old_connections()
     token = install_tenant(attempt.job.tenant_id)
     running = install_job(attempt.ctx)
     try:
@@ -134,6 +133,10 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     finally:
         uninstall_job(running)
         uninstall_tenant(token)
+        # Once per attempt, after the body, as Django does after a request: a connection the
+        # body left broken, in a transaction or past its age is closed before this thread runs
+        # anything else, so the next body on it starts with a sound one (a connection that
+        # only aged while the thread was idle is closed after that next body).
         close_old_connections()
     return finish(attempt, result, worker_id=worker_id)
 

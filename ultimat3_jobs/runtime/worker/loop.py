@@ -226,10 +226,9 @@ class Worker:
         if definition is not None and definition.is_async:
             loop = self._event_loop()
             future = asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
-            future.add_done_callback(partial(self._finished, attempt))
+            future.add_done_callback(partial(self._async_finished, attempt))
         else:
-            pooled = self._pool.submit(self._run_sync, attempt)
-            pooled.add_done_callback(partial(self._finished, attempt))
+            self._pool.call(self._run_sync, attempt, done=partial(self._finished, attempt))
 
     def _run_sync(self, attempt: Attempt) -> Outcome:
         if attempt.begin_body():
@@ -245,7 +244,8 @@ class Worker:
         """A body recorded as waiting starts: clear the record first (one statement, only on
         this rare path), so that a body that kills its process still counts. ``close``: the
         calling thread is a loop's helper thread, which must not keep a connection open."""
-        attempt.pending_written.wait(PENDING_WRITE_WAIT_SECONDS)
+        if attempt.pending_written is not None:
+            attempt.pending_written.wait(PENDING_WRITE_WAIT_SECONDS)
         try:
             self.driver.job_mark_pending_many(
                 attempts=[(attempt.job.id, attempt.job.claim_token)], pending=False
@@ -276,11 +276,19 @@ class Worker:
             self._slots_used -= 1
         self._signal.set()
 
-    def _finished(self, attempt: Attempt, future: Future[Outcome]) -> None:
+    def _async_finished(self, attempt: Attempt, future: Future[Outcome]) -> None:
         try:
-            outcome = future.result()
+            outcome, error = future.result(), None
         except BaseException as exc:
-            outcome = failure(attempt, exc, worker_id=self.config.worker_id)
+            outcome, error = None, exc
+        self._finished(attempt, outcome, error)
+
+    def _finished(
+        self, attempt: Attempt, outcome: Outcome | None, error: BaseException | None
+    ) -> None:
+        if error is not None:
+            outcome = failure(attempt, error, worker_id=self.config.worker_id)
+        assert outcome is not None
         self.held.returned(attempt)
         if not attempt.holds_slot:
             self._signal.set()  # its thread is free again, though it held no slot any more
