@@ -432,3 +432,24 @@ It travels as a NOTIFY payload and an identifier in logs and metrics labels."""
 
 JOB_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.:-]{0,199}"
 """A job name: 1-200 characters, a dotted Python-style path (``app.jobs.send_welcome``)."""
+
+
+SettleAction = Literal["complete", "retry", "fail", "drop"]
+SETTLE_ACTIONS: tuple[SettleAction, ...] = ("complete", "retry", "fail", "drop")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettleItem:
+    """How one attempt ended, for ``job_settle_many``: ``complete`` (as an :class:`AckItem`)
+    or a nack's ``retry`` (due ``delay_seconds`` from now), ``fail`` or ``drop``, with its
+    ``error`` entry (not for a drop) and whether it ``counts_as_attempt``. ``progress_json`` is
+    the attempt's last progress not stored yet (``None``: keep the stored one)."""
+
+    job_id: uuid.UUID
+    claim_token: uuid.UUID
+    action: SettleAction
+    result_json: str = "null"
+    progress_json: str | None = None
+    error: AttemptError | None = None
+    delay_seconds: float = 0.0
+    counts_as_attempt: bool = True
