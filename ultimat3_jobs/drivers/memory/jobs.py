@@ -14,6 +14,7 @@ from ultimat3_jobs.drivers.base import (
     check_claim_queues,
     log_lost_beats,
     log_unowned,
+    log_unsettled,
 )
 from ultimat3_jobs.drivers.memory.commit import hold_until_commit
 from ultimat3_jobs.drivers.memory.rows import (
@@ -111,9 +112,7 @@ class JobStatements(MemoryState):
                         row, action, item.delay_seconds, entry, item.counts_as_attempt
                     )
                 landed.add(row.id)
-        for item in items:
-            if item.job_id not in landed:
-                log_unowned(f"settle ({item.action})", item.job_id, item.claim_token)
+        log_unsettled(items, landed)
         return landed
 
     def job_claim(

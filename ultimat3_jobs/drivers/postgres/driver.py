@@ -26,6 +26,7 @@ from ultimat3_jobs.drivers.base import (
     check_claim_queues,
     log_lost_beats,
     log_unowned,
+    log_unsettled,
 )
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.operating import OperatorMethods
@@ -264,9 +265,7 @@ class PostgresDriver(OperatorMethods, SchedulerMethods, WorkerMethods, JobDriver
         else:
             result = fetch(self._jobs, "job_settle_many", settle_params(items))
         landed = job_rows.ids(result)
-        for item in items:
-            if item.job_id not in landed:
-                log_unowned(f"settle ({item.action})", item.job_id, item.claim_token)
+        log_unsettled(items, landed)
         return landed
 
     def job_progress(
