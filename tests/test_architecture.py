@@ -418,7 +418,6 @@ LONG_MODULES = {
     "model.definitions": "@job and @cron declarations, to be split by kind",
     "types": "the value types every layer shares, to be split by family",
     "management.commands.jobs": "one command with a subcommand per verb, to be split",
-    "runtime.worker.loop": "the worker loop, to be split (claim, dispatch, settle)",
 }
 
 

@@ -170,9 +170,9 @@ def _settle(store: MemoryDriver, outcomes: list[Outcome]) -> dict:
     config = WorkerConfig(queues=("default",), concurrency=4, ack_flush=0.05)
     hooks = BodyPool(1, name="test-hooks")
     settler = Settler(driver=store, config=config, on_done=on_done, hooks=hooks)
-    settler.start()
-    for outcome in outcomes:
+    for outcome in outcomes:  # queued before it starts: one flush takes them all
         settler.put(outcome)
+    settler.start()
     try:
         assert finished.wait(10), f"the settler wedged: {len(done)} of {len(outcomes)} done"
     finally:
