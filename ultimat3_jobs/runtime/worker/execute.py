@@ -13,7 +13,7 @@ from django.db import close_old_connections
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import EnqueueRefused, JobInputInvalid, JobUnknown, Terminal
 from ultimat3_jobs.model.context import install_job, install_tenant, uninstall_job, uninstall_tenant
-from ultimat3_jobs.model.enqueue import check_input_signature
+from ultimat3_jobs.model.requests import check_input_signature
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import AttemptError
