@@ -40,7 +40,7 @@ class BoundCursor(psycopg.Cursor[Any]):
 
     prepared: bool | None = None
 
-    def execute(  # type: ignore[override]
+    def execute(
         self,
         query: Any,
         params: Any = None,
