@@ -10,9 +10,9 @@ import pytest
 
 from tests.drivers.support import HOUR, RedisControls, claim_one, enqueue, get, utcnow
 from ultimat3_jobs.model.cron import idempotency_key
-from ultimat3_jobs.model.enqueue import build_request
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.requests import build_request
 from ultimat3_jobs.types import JobState
 
 LEADER = "scheduler"

@@ -54,6 +54,7 @@ def test_every_statement_that_counts_uses_the_shared_upsert() -> None:
     counting = {name for name, body in STATEMENTS.items() if "insert into x_job_counters" in body}
     assert counting == {
         "job_ack_many",
+        "job_settle_many",
         "job_nack_retry",
         "job_nack_fail",
         "job_nack_drop",

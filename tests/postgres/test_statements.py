@@ -56,6 +56,16 @@ PARAMS: dict[str, dict[str, Any]] = {
     "job_enqueue_many_resolve": {"ids": [A], "names": ["tests.echo"], "keys": ["k"]},
     "job_claim": {"queues": ["default"], "limit": 1, "worker_id": "w", "lease_seconds": 30.0},
     "job_ack_many": {"ids": [A], "tokens": [A], "results": ["null"], "progress": [None]},
+    "job_settle_many": {
+        "ids": [A, A],
+        "tokens": [A, A],
+        "actions": ["complete", "drop"],
+        "results": ["null", "null"],
+        "progress": [None, None],
+        "errors": [None, None],
+        "delays": [0.0, 0.0],
+        "counts": [True, True],
+    },
     "job_nack_retry": {
         "id": A,
         "claim_token": A,

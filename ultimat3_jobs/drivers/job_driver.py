@@ -43,6 +43,7 @@ from ultimat3_jobs.types import (
     Leadership,
     NackAction,
     RescuedJob,
+    SettleItem,
     WorkerRecord,
 )
 
@@ -158,6 +159,15 @@ class JobDriver(StepMethods, OperatorSeam, abc.ABC):
         count (``counts_as_attempt=False``: a release at shutdown, a refusal) gives its attempt
         back. Counters: retried, dead (or refused when it does not count), dropped. Answers
         whether it landed."""
+
+    @abc.abstractmethod
+    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+        """Settle many ended attempts in one write, whatever each ending: ``complete`` as
+        :meth:`job_ack_many` does, ``retry``, ``fail`` and ``drop`` as :meth:`job_nack` does,
+        each fenced by state and claim token, and every counter they move in the same write
+        (one counter row per job name and minute for the whole batch, however many failed).
+        Answers the ids that landed. A value the store refuses fails the whole write (nothing
+        lands); the caller isolates the row it refused."""
 
     @abc.abstractmethod
     def job_progress(

@@ -46,6 +46,7 @@ from ultimat3_jobs.types import (
     Heartbeat,
     NackAction,
     RescuedJob,
+    SettleItem,
 )
 
 
@@ -145,6 +146,39 @@ class RedisDriver(OperatorMethods, SchedulerMethods, StepScriptMethods, JobDrive
         for job_id, token in attempts:
             args += [str(job_id), str(token)]
         return set(codec.ids(self._run("job_mark_pending_many", args)))
+
+    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+        """Every value is checked before anything is written (a refused one fails the whole
+        call, nothing lands); then the completions go in one script and each failure in its
+        own (each script atomic, each fenced by its claim token)."""
+        for item in items:
+            codec.check_json(item.result_json, "result")
+            codec.check_json(item.progress_json or "null", "progress")
+            if item.error is not None and item.action != "drop":
+                codec.error_entry(item.error.as_json())
+        acks = [
+            AckItem(
+                job_id=item.job_id,
+                claim_token=item.claim_token,
+                result_json=item.result_json,
+                progress_json=item.progress_json,
+            )
+            for item in items
+            if item.action == "complete"
+        ]
+        landed = self.job_ack_many(items=acks) if acks else set()
+        for item in items:
+            if item.action != "complete" and self.job_nack(
+                job_id=item.job_id,
+                claim_token=item.claim_token,
+                action=item.action,
+                delay_seconds=item.delay_seconds,
+                error=item.error,
+                counts_as_attempt=item.counts_as_attempt,
+                progress_json=item.progress_json,
+            ):
+                landed.add(item.job_id)
+        return landed
 
     def job_nack(
         self,
