@@ -22,7 +22,7 @@ from ultimat3_jobs.runtime.worker.attempt import Attempt
 AHEAD_HORIZON_SECONDS = 0.2
 """Claim ahead no more than the slots would start in this long (well under the 0.5 s after which
 maintenance marks a waiting attempt pending)."""
-BATCH_MIN = 32
+BATCH_MIN = 64
 """A batch claimed ahead holds at least this many jobs, however few the slots: a worker whose
 bodies are short is bound by its round trips (claim, ack), not by its slots."""
 DURATION_WEIGHT = 0.1
