@@ -20,6 +20,7 @@ SEAM = [
     "drivers.job_driver",
     "drivers.outbox_store",
     "drivers.steps_seam",
+    "drivers.leases_seam",
 ]
 # Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
 SHIMS = ["tasks", "context", "worker"]
