@@ -3,8 +3,7 @@
 The models describe the schema and serve the admin; the hot path does not go through the ORM. Each
 model's manager is a raw-SQL entry point: ``Job.objects.db_manager(alias).run("job_claim", params)``
 runs the named statement of ``drivers/postgres/sql/`` on that alias' connection. Only the
-PostgreSQL driver calls it.
-"""
+PostgreSQL driver calls it."""
 
 from __future__ import annotations
 
@@ -32,19 +31,12 @@ class RawStatementManager(models.Manager):  # type: ignore[type-arg]
     """Runs the named raw-SQL statements on this manager's database alias."""
 
     def run(self, statement: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        """Execute ``statement`` (a name from ``sql/*.sql``) and answer the rows it returns
-        (none for a statement without ``returning``)."""
+        """Execute the named statement of ``sql/*.sql``; answer its rows (none without any)."""
         with connections[self.db].cursor() as cursor:
             cursor.execute(STATEMENTS[statement], params or {})
             if cursor.description is None:
                 return []
             return list(cursor.fetchall())
-
-    def run_rowcount(self, statement: str, params: dict[str, Any] | None = None) -> int:
-        """Execute ``statement`` and answer how many rows it touched."""
-        with connections[self.db].cursor() as cursor:
-            cursor.execute(STATEMENTS[statement], params or {})
-            return int(cursor.rowcount)
 
 
 class Job(models.Model):
@@ -234,7 +226,6 @@ class JobCounter(models.Model):
 
 class OutboxEntry(models.Model):
     """A job staged inside the caller's transaction, for the relay to publish after commit.
-
     Lives in the caller's own database; its id is the job's id, so a staged enqueue answers the
     real id and a repeated publish is answered ``deduped``."""
 
@@ -388,3 +379,22 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.key or ''}".strip()
+
+
+class JobLease(models.Model):
+    """A held concurrency slot or spent rate stamp; an expired one is free. No FK to the job."""
+
+    pk = models.CompositePrimaryKey("key", "slot")
+    key = models.CharField(max_length=600)
+    slot = models.IntegerField()
+    kind = models.CharField(max_length=12, choices=[("concurrency",) * 2, ("rate",) * 2])
+    job_id = models.UUIDField(db_index=True)  # the settle and the rescue free a job's slots
+    claim_token = models.UUIDField()
+    acquired_at = models.DateTimeField(db_default=Now())
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "x_job_leases"
+
+    def __str__(self) -> str:
+        return f"{self.key} #{self.slot}"
