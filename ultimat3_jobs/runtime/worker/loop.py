@@ -36,6 +36,7 @@ from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure, run_async, run_sync
 from ultimat3_jobs.runtime.worker.held import HeldThreads
+from ultimat3_jobs.runtime.worker.limits import LeaseGate, unenforceable
 from ultimat3_jobs.runtime.worker.maintenance import Maintenance
 from ultimat3_jobs.runtime.worker.recycle import Recycle
 from ultimat3_jobs.runtime.worker.settle import Settler, run_settled_hook
@@ -67,6 +68,9 @@ class Worker:
         self.driver = driver
         self.config = config
         self.registry = registry or default_registry
+        refused = unenforceable(driver, self.registry.definitions())  # hook: limits
+        if refused is not None:
+            raise refused
         self.started = threading.Event()
         self.idle = threading.Event()
         self.claimed = threading.Event()
@@ -105,6 +109,13 @@ class Worker:
             on_done=self._done,
             hooks=self._hooks,
             on_retry=self._retry_written,
+        )
+        # hook: limits — the leases a claimed run holds before its body starts
+        self._gate = LeaseGate(
+            driver=driver,
+            worker_id=config.worker_id,
+            hooks=self._hooks,
+            on_shed=self._retry_written,
         )
         self._maintenance = Maintenance(
             driver=driver,
@@ -184,7 +195,8 @@ class Worker:
                         continue
                     self.claim_count += 1
                     for job in jobs:
-                        self._start(job)
+                        if self._admitted(job):  # hook: limits
+                            self._start(job)
                     if jobs:
                         self.claimed.set()
                         self._backoff.reset()
@@ -203,6 +215,10 @@ class Worker:
         finally:
             code = self._shutdown()
         return code
+
+    def _admitted(self, job: ClaimedJob) -> bool:
+        handle = self.registry.find(job.name)
+        return self._gate.admit(job, handle.definition if handle is not None else None)
 
     def _start(self, job: ClaimedJob) -> None:
         handle = self.registry.find(job.name)
@@ -297,6 +313,7 @@ class Worker:
 
     def _done(self, attempt: Attempt, how: str) -> None:
         """The settler wrote (or skipped) this attempt's ending: forget it."""
+        self._gate.done(attempt)  # hook: limits — a run that never started abandons its slots
         self._release_slot(attempt)
         with self._lock:
             self._running.pop(attempt.job.id, None)

@@ -1,0 +1,65 @@
+"""Jobs with limits, kept out of the global registry except while a test of this package runs
+(``conftest.py``): a driver without a lease store elsewhere in the suite never meets them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ultimat3_jobs import Concurrency, Rate, job
+
+SETTLED: list[tuple[str, str]] = []
+
+
+def _settled(ctx: Any, ending: str) -> None:
+    SETTLED.append((str(ctx.job_id), ending))
+
+
+@job(name="tests.limits.one_at_a_time", tenant="none", concurrency=1)
+def one_at_a_time(ctx: Any, *, sleep: float = 0.02) -> None:
+    time.sleep(sleep)
+
+
+@job(
+    name="tests.limits.per_key",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=1),
+)
+def per_key(ctx: Any, *, key: str, sleep: float = 0.02) -> None:
+    time.sleep(sleep)
+
+
+@job(
+    name="tests.limits.per_key_three",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=3),
+)
+def per_key_three(ctx: Any, *, key: str, sleep: float = 0.02) -> None:
+    time.sleep(sleep)
+
+
+@job(
+    name="tests.limits.exclusive",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=1, when_busy="fail"),
+    on_settled=_settled,
+)
+def exclusive(ctx: Any, *, key: str) -> str:
+    return key
+
+
+@job(
+    name="tests.limits.bad_key",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input.get("key"), limit=1),
+    on_settled=_settled,
+)
+def bad_key(ctx: Any, **input: Any) -> None: ...
+
+
+@job(name="tests.limits.rated", tenant="none", rate=Rate(20, per="second"))
+def rated(ctx: Any, *, n: int) -> int:
+    return n
+
+
+HANDLES = [one_at_a_time, per_key, per_key_three, exclusive, bad_key, rated]
