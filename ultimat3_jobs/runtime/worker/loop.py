@@ -194,9 +194,11 @@ class Worker:
                         self._signal.wait(store_wait)
                         continue
                     self.claim_count += 1
+                    admitted = 0
                     for job in jobs:
                         if self._admitted(job):  # hook: limits
                             self._start(job)
+                            admitted += 1
                     if jobs:
                         self.claimed.set()
                         self._backoff.reset()
@@ -206,6 +208,8 @@ class Worker:
                             break
                         self.idle.set()
                         wait = self._backoff.next(wake_live=self.wake_live, looked_at=looked_at)
+                    elif admitted < free:
+                        wait = 0.0  # hook: limits — shed runs left slots free: look again now
                 recycle = self._recycle.reason(settled=self.settled_count)
                 if recycle is not None:
                     self.request_stop(reason=recycle)
