@@ -53,6 +53,23 @@ SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
 
+LIMIT_KEYS = ("IN_FLIGHT", "PER_QUEUE", "PER_TENANT", "RATE", "BURST")
+"""The per-process limiter's numbers (``LIMITS``); a missing one (or ``None``) does not limit."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessLimits:
+    """``ULTIMAT3_JOBS["LIMITS"]``: what one worker process claims at most. ``in_flight``
+    attempts in all, ``per_queue`` per queue, ``per_tenant`` per tenant, and ``rate`` claims per
+    second with ``burst`` claims at once. ``None`` does not limit; 0 is a hard stop."""
+
+    in_flight: int | None = None
+    per_queue: int | None = None
+    per_tenant: int | None = None
+    rate: float | None = None
+    burst: float | None = None
+
+
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
     "memory": "ultimat3_jobs.drivers.memory.MemoryDriver",
@@ -92,6 +109,7 @@ class Settings:
     scheduler_lease_seconds: float = SCHEDULER_LEASE_SECONDS_DEFAULT
     scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
     traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
+    limits: ProcessLimits = ProcessLimits()
 
     @property
     def driver_path(self) -> str:
@@ -173,6 +191,27 @@ def _callable_path(key: str, value: Any) -> str | None:
     return _problem(key, "must be None, a callable, or the dotted path of one", value)
 
 
+def _limits(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        return _problem(key, f"must be a dict of {', '.join(LIMIT_KEYS)}", value)
+    unknown = sorted(str(name) for name in value if name not in LIMIT_KEYS)
+    if unknown:
+        rule = f"has unknown keys {', '.join(unknown)} (known: {', '.join(LIMIT_KEYS)})"
+        return _problem(key, rule, value)
+    for name in LIMIT_KEYS:
+        integer = name in ("IN_FLIGHT", "PER_QUEUE", "PER_TENANT")
+        given = value.get(name)
+        problem = (
+            None if given is None else number(minimum=0, maximum=1e6, integer=integer)(name, given)
+        )
+        if problem:  # the rule of the number, then the whole LIMITS value
+            named = problem.replace(f"[{name!r}]", f"[{key!r}][{name!r}]", 1)
+            return f"{named.rsplit('; got ', 1)[0]}; got {_describe(value)}."
+    return None
+
+
 SPEC: tuple[tuple[str, str, Validator], ...] = (
     # (key, check id, validator); the attribute is the key in lower case.
     ("DRIVER", "ultimat3_jobs.E010", _driver),
@@ -220,6 +259,7 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
         number(minimum=1, maximum=86400),
     ),
     ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
+    ("LIMITS", "ultimat3_jobs.E061", _limits),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -317,6 +357,12 @@ def get_settings() -> Settings:
     for key in FLOAT_KEYS:
         if key in values:
             values[key] = float(values[key])
+    if values.get("limits") is not None:
+        values["limits"] = ProcessLimits(
+            **{name.lower(): values["limits"].get(name) for name in LIMIT_KEYS}
+        )
+    else:
+        values.pop("limits", None)
     return Settings(**values)
 
 

@@ -52,6 +52,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("SCHEDULER_MISSED_AFTER_SECONDS", 0, "ultimat3_jobs.E046", "from 1 to 86400"),
     ("TRACEPARENT", 42, "ultimat3_jobs.E060", "must be None, a callable, or the dotted path"),
     ("TRACEPARENT", "no_dot", "ultimat3_jobs.E060", "the dotted path of one"),
+    ("LIMITS", {"RATE": -1}, "ultimat3_jobs.E061", "['RATE'] must be a finite number from 0"),
 ]
 
 

@@ -36,6 +36,7 @@ from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure, run_async, run_sync
 from ultimat3_jobs.runtime.worker.held import HeldThreads
+from ultimat3_jobs.runtime.worker.limiter import ProcessLimiter
 from ultimat3_jobs.runtime.worker.limits import LeaseGate, unenforceable
 from ultimat3_jobs.runtime.worker.maintenance import Maintenance
 from ultimat3_jobs.runtime.worker.recycle import Recycle
@@ -110,6 +111,7 @@ class Worker:
             hooks=self._hooks,
             on_retry=self._retry_written,
         )
+        self._limiter = ProcessLimiter(config.limits)  # hook: limits — read before the claim
         # hook: limits — the leases a claimed run holds before its body starts
         self._gate = LeaseGate(
             driver=driver,
@@ -177,11 +179,15 @@ class Worker:
                 self._signal.clear()
                 free = self._free_slots()
                 wait: float | None = None
+                queues = self.config.queues
+                if self._limiter.active and free > 0:  # hook: limits — the per-process limiter
+                    plan = self._limiter.plan(queues, free, self.running_attempts())
+                    free, queues, wait = plan.limit, plan.queues, plan.retry_in
                 if free > 0:
                     looked_at = time.monotonic()
                     try:
                         jobs = self.driver.job_claim(
-                            queues=self.config.queues,
+                            queues=queues,
                             limit=free,
                             worker_id=self.config.worker_id,
                             lease_seconds=self.config.lease_seconds,
@@ -194,6 +200,7 @@ class Worker:
                         self._signal.wait(store_wait)
                         continue
                     self.claim_count += 1
+                    self._limiter.took(len(jobs))  # hook: limits
                     admitted = 0
                     for job in jobs:
                         if self._admitted(job):  # hook: limits
@@ -210,6 +217,8 @@ class Worker:
                         wait = self._backoff.next(wake_live=self.wake_live, looked_at=looked_at)
                     elif admitted < free:
                         wait = 0.0  # hook: limits — shed runs left slots free: look again now
+                    elif wait is None:
+                        wait = self._limiter.retry_in()  # hook: limits — the rate's next token
                 recycle = self._recycle.reason(settled=self.settled_count)
                 if recycle is not None:
                     self.request_stop(reason=recycle)
