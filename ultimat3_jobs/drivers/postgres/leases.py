@@ -2,15 +2,18 @@
 :class:`~ultimat3_jobs.drivers.postgres.driver.PostgresDriver`.
 
 Slots live in ``x_job_leases``, one row per held slot. ``lease_acquire`` runs one statement per
-request, in autocommit like every other write of the worker; a statement that lost a race for a
-slot (another acquirer inserted it after its snapshot) runs again, with a fresh snapshot, a few
-times at most. The settle, heartbeat, rescue and suspend statements (``sql/jobs.sql``,
-``sql/steps.sql``) free and renew an attempt's slots themselves.
+request, in autocommit like every other write of the worker. Acquirers of one key take turns on
+the key's advisory lock, never waiting for it: a statement that found the lock taken, or that
+lost a race for a slot (another acquirer inserted it after its snapshot), runs again with a
+fresh snapshot, a few times at most, and the key is then answered busy. The settle, heartbeat,
+rescue and suspend statements (``sql/jobs.sql``, ``sql/steps.sql``) free and renew an attempt's
+slots themselves.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from typing import ClassVar
@@ -24,7 +27,11 @@ from ultimat3_jobs.models import RawStatementManager
 logger = logging.getLogger("ultimat3_jobs.driver")
 
 RACE_RETRIES = 8
-"""How many times one request runs again after losing a race for a free slot."""
+"""How many times one request runs again after finding its key's lock taken or losing a race
+for a free slot."""
+RACE_PAUSE_SECONDS = 0.001
+"""The pause before running again, times the tries so far: the other acquirer's statement is
+about one round trip long."""
 
 
 @speaks_seam_errors
@@ -62,19 +69,20 @@ class LeaseStatements:
             "kind": request.kind,
             "ttl_seconds": float(request.ttl_seconds),
         }
-        for _ in range(RACE_RETRIES + 1):
+        for tries in range(RACE_RETRIES + 1):
             row = fetch(self._jobs, "lease_acquire", params).first(
-                "slot", "fenced", "free", "retry_after"
+                "slot", "locked", "fenced", "free", "retry_after"
             )
             assert row is not None  # the statement answers one row, always
-            slot, fenced, free, retry_after = row
+            slot, locked, fenced, free, retry_after = row
             if not fenced:
                 return None, LeaseGrant(granted=False)
             if slot is not None:
                 return int(slot), LeaseGrant(granted=True)
-            if not free:
+            if locked and not free:
                 wait = max(0.0, float(retry_after or 0.0))
                 return None, LeaseGrant(granted=False, busy_key=request.key, retry_after=wait)
+            time.sleep(RACE_PAUSE_SECONDS * tries)
         logger.info("jobs.lease.contended: %s stayed contended; answered busy", request.key)
         return None, LeaseGrant(granted=False, busy_key=request.key)
 
