@@ -52,6 +52,7 @@ RELAY_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
+ON_SETTLED_ATTEMPTS_DEFAULT = 3
 
 LIMIT_KEYS = ("IN_FLIGHT", "PER_QUEUE", "PER_TENANT", "RATE", "BURST")
 """The per-process limiter's numbers (``LIMITS``); a missing one (or ``None``) does not limit."""
@@ -110,6 +111,7 @@ class Settings:
     scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
     traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
     limits: ProcessLimits = ProcessLimits()
+    on_settled_attempts: int = ON_SETTLED_ATTEMPTS_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -260,6 +262,7 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ),
     ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
     ("LIMITS", "ultimat3_jobs.E061", _limits),
+    ("ON_SETTLED_ATTEMPTS", "ultimat3_jobs.E062", number(minimum=1, maximum=10, integer=True)),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",

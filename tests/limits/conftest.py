@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.limits.jobs import HANDLES, SETTLED
+from tests.limits.jobs import HANDLES, HOOK_CALLS, SETTLED
 from tests.worker.conftest import make_worker  # noqa: F401  (the worker fixture, shared)
 from ultimat3_jobs.model.registry import registry
 
@@ -17,6 +17,7 @@ for _handle in HANDLES:  # declared at import; registered per test below
 @pytest.fixture(autouse=True)
 def limited_jobs() -> Iterator[None]:
     SETTLED.clear()
+    HOOK_CALLS.clear()
     for handle in HANDLES:
         registry.register(handle)
     yield

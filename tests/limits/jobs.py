@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from ultimat3_jobs import Concurrency, Rate, job
+from ultimat3_jobs.model.context import current_tenant
 
 SETTLED: list[tuple[str, str]] = []
 
@@ -62,4 +63,19 @@ def rated(ctx: Any, *, n: int) -> int:
     return n
 
 
-HANDLES = [one_at_a_time, per_key, per_key_three, exclusive, bad_key, rated]
+HOOK_CALLS: list[tuple[str, str, str | None]] = []
+"""(job id, ending, the tenant the hook saw) per call of flaky_hook."""
+
+
+def _flaky_hook(ctx: Any, ending: str) -> None:
+    HOOK_CALLS.append((str(ctx.job_id), ending, current_tenant()))
+    if len(HOOK_CALLS) < 3:
+        raise RuntimeError(f"hook fails on call {len(HOOK_CALLS)}")
+
+
+@job(name="tests.limits.hooked", tenant=lambda input: input["org"], on_settled=_flaky_hook)
+def hooked(ctx: Any, *, org: str) -> str:
+    return org
+
+
+HANDLES = [one_at_a_time, per_key, per_key_three, exclusive, bad_key, rated, hooked]

@@ -53,6 +53,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("TRACEPARENT", 42, "ultimat3_jobs.E060", "must be None, a callable, or the dotted path"),
     ("TRACEPARENT", "no_dot", "ultimat3_jobs.E060", "the dotted path of one"),
     ("LIMITS", {"RATE": -1}, "ultimat3_jobs.E061", "['RATE'] must be a finite number from 0"),
+    ("ON_SETTLED_ATTEMPTS", 0, "ultimat3_jobs.E062", "an integer from 1 to 10"),
 ]
 
 
