@@ -13,3 +13,14 @@ from ultimat3_jobs import job
 def stamp(ctx: Any, tag: int, port: int) -> None:
     started = time.time()
     send_stamp(port, tag, started)
+
+
+def _nothing() -> None:
+    return None
+
+
+@job(name="bench.steps", tenant="none")
+def steps(ctx: Any, steps: int) -> None:
+    """A durable job of ``steps`` no-op steps: each one stored, none doing any work."""
+    for n in range(steps):
+        ctx.step.run(f"s{n}", _nothing)

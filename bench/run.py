@@ -45,6 +45,7 @@ from psycopg.conninfo import make_conninfo
 from bench.peers.driver import run_side_by_side
 from bench.peers.report import keep_section
 from bench.scale import LARGE_PROCESSES, SLOTS, phase_scale, scale_table
+from bench.steps import phase_steps
 from bench.support import (
     ROOT,
     SETTINGS,
@@ -65,8 +66,18 @@ from bench.support import (
 
 PGBENCH_DIR = Path(__file__).resolve().parent / "pgbench"
 DOCS_PAGE = ROOT / "docs" / "benchmarks.md"
-PHASES = ("enqueue_many", "enqueue", "drain", "scale", "latency", "idle", "rss", "pgbench")
-JOB_TABLES = ("x_jobs", "x_job_counters", "x_job_workers")
+PHASES = (
+    "enqueue_many",
+    "enqueue",
+    "drain",
+    "scale",
+    "steps",
+    "latency",
+    "idle",
+    "rss",
+    "pgbench",
+)
+JOB_TABLES = ("x_jobs", "x_job_steps", "x_job_counters", "x_job_workers")
 WAKE_LIVE = "jobs.wake.live"
 WORKER_STARTED = "jobs.worker.started"
 QUIET_BACKGROUND = 1
@@ -94,6 +105,7 @@ class Scale:
     pgbench_seconds: int = 15
     scale_backlog: int = 20_000
     scale_large_backlog: int = 1_000_000
+    steps_jobs: int = 4_000
 
 
 FULL = Scale()
@@ -111,7 +123,19 @@ QUICK = replace(
     pgbench_seconds=3,
     scale_backlog=2_000,
     scale_large_backlog=100_000,
+    steps_jobs=400,
 )
+
+
+@dataclass(frozen=True)
+class Drained:
+    """What one drain measured: jobs, seconds by the database's clock, worker CPU seconds and
+    the database's transactions."""
+
+    jobs: int
+    span: float
+    cpu: float
+    xacts: int
 
 
 @dataclass
@@ -292,12 +316,13 @@ class Bench:
             state: int(n) for state, n in self.sql("select state, count(*) from x_jobs group by 1")
         }
 
-    def backlog(self, n: int) -> None:
-        """``n`` queued no-op jobs, enqueued in batches, with fresh planner statistics (the
-        server may run without autovacuum)."""
-        noop = self.noop()
+    def backlog(self, n: int, handle: Any = None, payload: dict[str, Any] | None = None) -> None:
+        """``n`` queued jobs of ``handle`` (the no-op job by default) with input ``payload``,
+        enqueued in batches, with fresh planner statistics (the server may run without
+        autovacuum)."""
+        handle = handle or self.noop()
         for start in range(0, n, BACKLOG_CHUNK):
-            noop.enqueue_many([{} for _ in range(min(BACKLOG_CHUNK, n - start))])
+            handle.enqueue_many([dict(payload or {}) for _ in range(min(BACKLOG_CHUNK, n - start))])
         self.sql("analyze x_jobs")
 
     def start_worker(self, *options: str, wake: bool = True, name: str = "worker") -> WorkerProcess:
@@ -327,6 +352,7 @@ class Bench:
             "enqueue": self.phase_enqueue,
             "drain": self.phase_drain,
             "scale": lambda: phase_scale(self),
+            "steps": lambda: phase_steps(self),
             "latency": self.phase_latency,
             "idle": self.phase_idle,
             "rss": self.phase_rss,
@@ -405,9 +431,18 @@ class Bench:
             for concurrency in self.scale.drain_concurrency:
                 self.drain_once(n, processes, concurrency)
 
-    def drain_once(self, n: int, processes: int, concurrency: int, key: str = "") -> None:
+    def drain_once(
+        self,
+        n: int,
+        processes: int,
+        concurrency: int,
+        key: str = "",
+        handle: Any = None,
+        payload: dict[str, Any] | None = None,
+        jobs: str = "no-op jobs",
+    ) -> Drained:
         self.truncate()
-        self.backlog(n)
+        self.backlog(n, handle, payload)
         options = ["--burst", "--concurrency", str(concurrency), "--log-level", "WARNING"]
         if processes > 1:
             options += ["--processes", str(processes)]
@@ -446,7 +481,7 @@ class Bench:
         self.add(
             Figure(
                 key,
-                f"drain of {n:,} no-op jobs, {processes} {what}, slots {slots}: database clock",
+                f"drain of {n:,} {jobs}, {processes} {what}, slots {slots}: database clock",
                 n / span,
                 "jobs/s",
                 ceiling="pgbench_batch",
@@ -462,6 +497,7 @@ class Bench:
                 ceiling="pgbench_batch",
             )
         )
+        return Drained(jobs=n, span=span, cpu=cpu, xacts=xacts)
 
     def db_span(self) -> float:
         """Seconds from the first claim to the last settle, both stamped by the database."""
@@ -846,6 +882,11 @@ worker's count exceeds the expected one by a small multiple of it. No setting tu
 off, so the polling-only figures come from `bench/worker.py`, which runs the same worker with
 `use_wake=False`.
 
+The `steps` phase drains jobs of one no-op durable step (`bench.steps`, `ctx.step.run`), then
+jobs of five, the same number of each: the second drain's extra transactions and worker CPU,
+divided by the four extra steps per job it ran, are the cost of one executed step; steps/s is
+every step the second drain stored over its span.
+
 RSS is `VmRSS` of the single worker process, idle after start-up and idle again after the
 drain; the peak is its `VmHWM`.
 
@@ -905,11 +946,11 @@ server reachable and `pgbench` on the `PATH`:
 The run uses a database of its own, `ultimat3_bench` (`ULTIMAT3_BENCH_DATABASE` names another),
 on the server of `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`); it
 creates it when missing, migrates it with `python -m django migrate --settings bench.settings`, and
-empties `x_jobs`, `x_job_counters` and `x_job_workers` before each phase. `bench/settings.py` is
-the test settings pointed at that database, with `CONN_MAX_AGE` 600, `DEBUG` off and
-`WORKER_CONCURRENCY` 32; every other `ULTIMAT3_JOBS` key keeps its default. Workers run as
-`python -m django jobs_worker --settings bench.settings ...` subprocesses. The phases, in
-order (`--phases` picks some, comma-separated):
+empties `x_jobs`, `x_job_steps`, `x_job_counters` and `x_job_workers` before each phase.
+`bench/settings.py` is the test settings pointed at that database, with `CONN_MAX_AGE` 600,
+`DEBUG` off and `WORKER_CONCURRENCY` 32; every other `ULTIMAT3_JOBS` key keeps its default.
+Workers run as `python -m django jobs_worker --settings bench.settings ...` subprocesses. The
+phases, in order (`--phases` picks some, comma-separated):
 {", ".join(f"`{phase}`" for phase in PHASES)}.
 Progress goes to stderr; a run of every phase at full size rewrites this page, any other writes
 it only with `--output`.

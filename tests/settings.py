@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "ultimat3_jobs",
     "tests.testapp",
+    "tests.featureapp",
 ]
 
 MIDDLEWARE = [
@@ -62,6 +63,17 @@ DATABASES = {
 DATABASES["jobs"] = {**DATABASES["default"], "NAME": f"{DATABASES['default']['NAME']}_jobs"}
 
 REDIS_URL: str | None = os.environ.get("REDIS_URL") or None
+
+# The "redis" cache is the Redis driver's client (ULTIMAT3_JOBS['REDIS_ALIAS']) in the tests that
+# build it; nothing connects to it unless REDIS_URL is set.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "redis": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": REDIS_URL or "redis://127.0.0.1:6379/0",
+        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 5},
+    },
+}
 
 ULTIMAT3_JOBS = {
     "DRIVER": "postgres",

@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
-CORE = ["records", "types", "errors", "conf", "serialization"]
+CORE = ["records", "types", "errors_base", "errors_features", "errors", "conf", "serialization"]
 SEAM = [
     "drivers",
     "drivers.base",
@@ -26,6 +26,11 @@ SEAM = [
 SHIMS = ["tasks", "context", "worker"]
 SURFACE_PACKAGES = ("admin", "management", "contrib", "testing")
 SURFACE = ["__init__", "apps", "checks", "urls", "views", *SHIMS]
+# Features built on the public job API (a job, a view), with tables of their own that they read
+# and write through the ORM, as the admin does: never the hot path of the job store.
+FEATURE_PACKAGES = ("webhooks", "consumers", "subjects")
+# A feature's tables: models.py imports them so that Django (and its migrations) sees them.
+FEATURE_TABLES = ["webhooks.tables", "consumers.tables", "subjects.tables", "lease_tables"]
 
 
 def layer_of(module: str) -> str:
@@ -41,10 +46,12 @@ def layer_of(module: str) -> str:
         return "runtime"
     if module == "operator" or module.startswith("operator."):
         return "operator"
-    if module == "models" or module.startswith("migrations"):
+    if module == "models" or module.startswith("migrations") or module in FEATURE_TABLES:
         return "schema"
     if module in SURFACE or module.split(".")[0] in SURFACE_PACKAGES:
         return "surface"
+    if module.split(".")[0] in FEATURE_PACKAGES:
+        return "feature"
     return "unplaced"
 
 
@@ -56,8 +63,19 @@ ALLOWED = {
     "runtime": {"core", "seam", "model", "runtime"},
     "operator": {"core", "seam", "model", "operator"},
     "driver": {"core", "seam", "driver", "schema"},
-    "schema": {"core"},
-    "surface": {"core", "seam", "model", "runtime", "operator", "driver", "schema", "surface"},
+    "schema": {"core", "schema"},
+    "feature": {"core", "seam", "model", "operator", "schema", "feature"},
+    "surface": {
+        "core",
+        "seam",
+        "model",
+        "runtime",
+        "operator",
+        "driver",
+        "schema",
+        "feature",
+        "surface",
+    },
 }
 # Django modules a layer must not touch (the database stays below the seam).
 FORBIDDEN_DJANGO = {
@@ -421,9 +439,7 @@ def test_the_checker_sees_a_database_error(tmp_path: Path) -> None:
 MAX_MODULE_LINES = 400
 # The modules still over the limit, each with its reason; nothing new joins this list, and an
 # entry goes once its module is split.
-LONG_MODULES = {
-    "runtime.worker.loop": "the worker loop, to be split (claim, dispatch, settle)",
-}
+LONG_MODULES: dict[str, str] = {}
 
 
 def lines_of(path: Path) -> int:

@@ -78,7 +78,7 @@ def test_counters_workers_and_scheduler_rows_read_back() -> None:
         (worker.id, worker.host, worker.pid)
     ]
     task = SchedulerTaskFactory()
-    assert driver.scheduler_task_sync(names=[task.name])[task.name].watermark == task.watermark
+    assert driver.scheduler_cron_sync(names=[task.name])[task.name].watermark == task.watermark
     assert SchedulerLeaderFactory().holder == "sched-a"
 
 

@@ -1,11 +1,13 @@
 """System checks: each problem of ``ULTIMAT3_JOBS`` as ``ultimat3_jobs.E0xx``, with the same
 message the settings loader raises, the databases the settings name (E050 to W053), and the
-declared limits the driver can enforce (E070)."""
+cache the Redis driver takes its client from (E054), and the declared limits the driver
+can enforce (E080)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core import checks
 from django.db import DatabaseError, connections
 from django.db.migrations.recorder import MigrationRecorder
@@ -24,11 +26,13 @@ STORE_VENDOR_CHECK_ID = "ultimat3_jobs.E050"
 OUTBOX_VENDOR_CHECK_ID = "ultimat3_jobs.E051"
 OUTBOX_TABLE_CHECK_ID = "ultimat3_jobs.E052"
 OUTBOX_UNCHECKED_ID = "ultimat3_jobs.W053"
+REDIS_ALIAS_CHECK_ID = "ultimat3_jobs.E054"
+DJANGO_REDIS_BACKEND = "django_redis.cache.RedisCache"
 OUTBOX_TABLE = "x_outbox"
 OUTBOX_MIGRATION = ("ultimat3_jobs", "0002_outbox")
 HINT = "See docs/reference/settings.md."
 TRACEPARENT_CHECK_ID = "ultimat3_jobs.E060"
-LIMITS_CHECK_ID = "ultimat3_jobs.E070"
+LIMITS_CHECK_ID = "ultimat3_jobs.E080"
 
 
 @checks.register(checks.Tags.compatibility)
@@ -41,7 +45,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         if traceparent is not None:
             problems.append((TRACEPARENT_CHECK_ID, traceparent))
     if not problems:
-        problems = check_database_vendors(get_settings())
+        problems = check_database_vendors(get_settings()) + check_redis_alias(get_settings())
     return [checks.Error(message, id=check_id, hint=HINT) for check_id, message in problems]
 
 
@@ -116,6 +120,31 @@ def check_database_vendors(settings: Settings) -> list[tuple[str, str]]:
             )
         )
     return problems
+
+
+def check_redis_alias(settings: Settings) -> list[tuple[str, str]]:
+    """The Redis driver's ``REDIS_ALIAS`` names a cache of ``settings.CACHES`` whose backend is
+    django-redis: the driver takes its client from ``django_redis.get_redis_connection``. Reads
+    the settings only: no connection is opened, and the redis package is not imported."""
+    if getattr(import_string(settings.driver_path), "name", None) != "redis":
+        return []
+    alias = settings.redis_alias
+    caches = getattr(django_settings, "CACHES", None) or {}
+    needs = (
+        f"the Redis driver takes its client from django_redis.get_redis_connection({alias!r}), "
+        f"so that cache must use the django-redis backend ({DJANGO_REDIS_BACKEND!r})"
+    )
+    config = caches.get(alias)
+    if not isinstance(config, dict):
+        defined = ", ".join(repr(name) for name in caches) or "none"
+        told = f"which settings.CACHES does not define (defined: {defined})"
+    else:
+        backend = config.get("BACKEND")
+        if isinstance(backend, str) and backend.startswith("django_redis."):
+            return []
+        told = f"whose BACKEND is {backend!r}, not django-redis"
+    message = f"ULTIMAT3_JOBS['REDIS_ALIAS'] names the cache alias {alias!r}, {told}; {needs}"
+    return [(REDIS_ALIAS_CHECK_ID, message)]
 
 
 def _is_postgresql(alias: str) -> bool:

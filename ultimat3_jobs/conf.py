@@ -9,6 +9,7 @@ message is a system check (``ultimat3_jobs.E0xx``, see ``checks.py``) and the te
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -19,12 +20,14 @@ from typing import Any
 from django.conf import settings as django_settings
 
 from ultimat3_jobs.errors import JobsConfigurationError
+from ultimat3_jobs.records import LIMIT_KEYS, ProcessLimits
 from ultimat3_jobs.types import QUEUE_NAME_PATTERN
 
 SETTING_NAME = "ULTIMAT3_JOBS"
 
 DRIVER_DEFAULT = "postgres"
 DATABASE_DEFAULT = "default"
+REDIS_ALIAS_DEFAULT = "default"
 DEFAULT_QUEUE_DEFAULT = "default"
 DEFAULT_TENANT_DEFAULT: str | None = None
 DEFAULT_MAX_ATTEMPTS_DEFAULT = 3
@@ -53,27 +56,18 @@ SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
 ON_SETTLED_ATTEMPTS_DEFAULT = 3
+LIMITS_DEFAULT = ProcessLimits()
 
-LIMIT_KEYS = ("IN_FLIGHT", "PER_QUEUE", "PER_TENANT", "RATE", "BURST")
-"""The per-process limiter's numbers (``LIMITS``); a missing one (or ``None``) does not limit."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProcessLimits:
-    """``ULTIMAT3_JOBS["LIMITS"]``: what one worker process claims at most. ``in_flight``
-    attempts in all, ``per_queue`` per queue, ``per_tenant`` per tenant, and ``rate`` claims per
-    second with ``burst`` claims at once. ``None`` does not limit; 0 is a hard stop."""
-
-    in_flight: int | None = None
-    per_queue: int | None = None
-    per_tenant: int | None = None
-    rate: float | None = None
-    burst: float | None = None
-
+WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT = 100
+WEBHOOK_ALLOWED_NETWORKS_DEFAULT: tuple[str, ...] = ()
+WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT = 5.0
+WEBHOOK_READ_TIMEOUT_SECONDS_DEFAULT = 15.0
+WEBHOOK_SECRET_OVERLAP_SECONDS_DEFAULT = 86400.0
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
     "memory": "ultimat3_jobs.drivers.memory.MemoryDriver",
+    "redis": "ultimat3_jobs.drivers.redis.RedisDriver",
 }
 
 
@@ -83,6 +77,7 @@ class Settings:
 
     driver: str = DRIVER_DEFAULT
     database: str = DATABASE_DEFAULT
+    redis_alias: str = REDIS_ALIAS_DEFAULT
     default_queue: str = DEFAULT_QUEUE_DEFAULT
     default_tenant: str | None = DEFAULT_TENANT_DEFAULT
     default_max_attempts: int = DEFAULT_MAX_ATTEMPTS_DEFAULT
@@ -110,8 +105,13 @@ class Settings:
     scheduler_lease_seconds: float = SCHEDULER_LEASE_SECONDS_DEFAULT
     scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
     traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
-    limits: ProcessLimits = ProcessLimits()
+    limits: ProcessLimits = LIMITS_DEFAULT
     on_settled_attempts: int = ON_SETTLED_ATTEMPTS_DEFAULT
+    webhook_disable_after_failures: int = WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT
+    webhook_allowed_networks: tuple[str, ...] = WEBHOOK_ALLOWED_NETWORKS_DEFAULT
+    webhook_connect_timeout_seconds: float = WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT
+    webhook_read_timeout_seconds: float = WEBHOOK_READ_TIMEOUT_SECONDS_DEFAULT
+    webhook_secret_overlap_seconds: float = WEBHOOK_SECRET_OVERLAP_SECONDS_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -173,6 +173,14 @@ def _database(key: str, value: Any) -> str | None:
     return _problem(key, f"must name an alias of settings.DATABASES ({', '.join(aliases)})", value)
 
 
+def _cache_alias(key: str, value: Any) -> str | None:
+    # Whether the alias names a django-redis cache is a system check (E054): it matters only
+    # for the Redis driver, and CACHES may be read only once settings are complete.
+    if isinstance(value, str) and value:
+        return None
+    return _problem(key, "must name an alias of settings.CACHES (a non-empty string)", value)
+
+
 def _queue(key: str, value: Any) -> str | None:
     if isinstance(value, str) and re.fullmatch(QUEUE_NAME_PATTERN, value):
         return None
@@ -196,21 +204,27 @@ def _callable_path(key: str, value: Any) -> str | None:
 def _limits(key: str, value: Any) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        return _problem(key, f"must be a dict of {', '.join(LIMIT_KEYS)}", value)
-    unknown = sorted(str(name) for name in value if name not in LIMIT_KEYS)
-    if unknown:
-        rule = f"has unknown keys {', '.join(unknown)} (known: {', '.join(LIMIT_KEYS)})"
+    if not isinstance(value, Mapping) or set(value) - set(LIMIT_KEYS):
+        rule = f"must be a dict of {', '.join(LIMIT_KEYS)}, each None or a number at least 0"
         return _problem(key, rule, value)
     for name in LIMIT_KEYS:
-        integer = name in ("IN_FLIGHT", "PER_QUEUE", "PER_TENANT")
-        given = value.get(name)
-        problem = (
-            None if given is None else number(minimum=0, maximum=1e6, integer=integer)(name, given)
-        )
-        if problem:  # the rule of the number, then the whole LIMITS value
+        check = number(minimum=0, maximum=1e6, integer=name not in ("RATE", "BURST"))
+        problem = value.get(name) is not None and check(name, value[name])
+        if problem:  # the number's rule, then the whole LIMITS value
             named = problem.replace(f"[{name!r}]", f"[{key!r}][{name!r}]", 1)
             return f"{named.rsplit('; got ', 1)[0]}; got {_describe(value)}."
+    return None
+
+
+def _networks(key: str, value: Any) -> str | None:
+    rule = 'must be a list of networks ("127.0.0.1/32", "10.0.0.0/8", "::1")'
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        return _problem(key, rule, value)
+    for item in value:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except (TypeError, ValueError):
+            return _problem(key, f"{rule}: {_describe(item)} is not one", value)
     return None
 
 
@@ -220,6 +234,7 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("DATABASE", "ultimat3_jobs.E011", _database),
     ("DEFAULT_QUEUE", "ultimat3_jobs.E012", _queue),
     ("DEFAULT_TENANT", "ultimat3_jobs.E013", _tenant),
+    ("REDIS_ALIAS", "ultimat3_jobs.E014", _cache_alias),
     ("DEFAULT_MAX_ATTEMPTS", "ultimat3_jobs.E020", number(minimum=1, maximum=1000, integer=True)),
     ("INPUT_MAX_BYTES", "ultimat3_jobs.E021", number(minimum=1, maximum=64 * 2**20, integer=True)),
     ("INPUT_MAX_DEPTH", "ultimat3_jobs.E022", number(minimum=1, maximum=256, integer=True)),
@@ -263,6 +278,15 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
     ("LIMITS", "ultimat3_jobs.E061", _limits),
     ("ON_SETTLED_ATTEMPTS", "ultimat3_jobs.E062", number(minimum=1, maximum=10, integer=True)),
+    (
+        "WEBHOOK_DISABLE_AFTER_FAILURES",
+        "ultimat3_jobs.E070",
+        number(minimum=1, maximum=100_000, integer=True),
+    ),
+    ("WEBHOOK_ALLOWED_NETWORKS", "ultimat3_jobs.E071", _networks),
+    ("WEBHOOK_CONNECT_TIMEOUT_SECONDS", "ultimat3_jobs.E072", number(minimum=0.01, maximum=300)),
+    ("WEBHOOK_READ_TIMEOUT_SECONDS", "ultimat3_jobs.E073", number(minimum=0.01, maximum=300)),
+    ("WEBHOOK_SECRET_OVERLAP_SECONDS", "ultimat3_jobs.E074", number(minimum=0, maximum=30 * 86400)),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -283,6 +307,9 @@ FLOAT_KEYS = (
     "relay_lease_seconds",
     "scheduler_lease_seconds",
     "scheduler_missed_after_seconds",
+    "webhook_connect_timeout_seconds",
+    "webhook_read_timeout_seconds",
+    "webhook_secret_overlap_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"
@@ -360,12 +387,11 @@ def get_settings() -> Settings:
     for key in FLOAT_KEYS:
         if key in values:
             values[key] = float(values[key])
-    if values.get("limits") is not None:
-        values["limits"] = ProcessLimits(
-            **{name.lower(): values["limits"].get(name) for name in LIMIT_KEYS}
-        )
-    else:
-        values.pop("limits", None)
+    limits = values.pop("limits", None)
+    if limits is not None:
+        values["limits"] = ProcessLimits(**{name.lower(): limits.get(name) for name in LIMIT_KEYS})
+    if "webhook_allowed_networks" in values:
+        values["webhook_allowed_networks"] = tuple(values["webhook_allowed_networks"])
     return Settings(**values)
 
 

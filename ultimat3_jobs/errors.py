@@ -36,18 +36,38 @@ The tree::
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
     ├── OutboxNoTransaction                    X_OUTBOX_NO_TRANSACTION
+    ├── WebhookEndpointInvalid (ValueError)    X_WEBHOOK_ENDPOINT_INVALID
+    ├── WebhookEndpointNotFound (LookupError)  X_WEBHOOK_ENDPOINT_NOT_FOUND
+    ├── WebhookDeliveryFailed                  X_WEBHOOK_DELIVERY_FAILED
+    ├── WebhookSignatureInvalid                X_WEBHOOK_SIGNATURE_INVALID
+    ├── WebhookBodyTooLarge                    X_WEBHOOK_BODY_TOO_LARGE
+    ├── WebhookEventIdInvalid (ValueError)     X_WEBHOOK_EVENT_ID_INVALID
+    ├── WebhookPayloadInvalid (ValueError)     X_WEBHOOK_PAYLOAD_INVALID
+    ├── ConsumerInvalid (ValueError)           X_CONSUMER_INVALID
+    ├── ConsumerSelfEnqueue (ValueError)       X_CONSUMER_SELF_ENQUEUE
+    ├── ConsumerUnknown (LookupError)          X_CONSUMER_UNKNOWN
+    ├── SubjectFieldUnknown (ValueError)       X_SUBJECT_FIELD_UNKNOWN
+    ├── SubjectTableInvalid (ValueError)       X_SUBJECT_TABLE_INVALID
+    ├── SubjectRequestInvalid (ValueError)     X_SUBJECT_REQUEST_INVALID
     ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
     ├── StoreRefused                           X_STORE_REFUSED
     └── InvariantViolated                      X_INVARIANT
 
     Job outcomes, raised by a job's body (not refusals):
     Terminal                                   X_JOB_TERMINAL
+    ├── JobTenantMismatch                      X_JOB_TENANT_MISMATCH
+    ├── WebhookEndpointDisabled                X_WEBHOOK_ENDPOINT_DISABLED
+    ├── WebhookDestinationRefused              X_WEBHOOK_DESTINATION_REFUSED
+    └── SubjectTableUnknown                    X_SUBJECT_TABLE_UNKNOWN
 
     Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
     attempt whose worker was lost before it settled; SettleRefused
     (``ultimat3_jobs.SettleRefused``), of an attempt whose result or error the database refused
     to store; Cancelled (``ultimat3_jobs.Cancelled``), the entry an operator's cancel leaves with
     its reason.
+
+The roots live in ``errors_base``, the features' errors (webhooks, consumers, subject requests)
+in ``errors_features``; this module re-exports them, so import every error from here.
 
 Each class's docstring is its default message; ``docs/reference/errors.md`` lists every code and a
 test keeps the page and this module in step.
@@ -56,20 +76,29 @@ test keeps the page and this module in step.
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar
 
 from django.core.exceptions import ImproperlyConfigured
 
-
-class JobsError(Exception):
-    """ultimat3-jobs refused the operation."""
-
-    code: ClassVar[str] = "X_JOBS"
-
-    def __init__(self, message: str | None = None, **context: Any) -> None:
-        self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
-        self.context = context
-        super().__init__(f"{self.code}: {self.message}")
+from ultimat3_jobs.errors_base import CodedOutcome as _CodedOutcome
+from ultimat3_jobs.errors_base import JobsError, Terminal
+from ultimat3_jobs.errors_features import (  # noqa: F401  (re-exported: import them from here)
+    ConsumerInvalid,
+    ConsumerSelfEnqueue,
+    ConsumerUnknown,
+    SubjectFieldUnknown,
+    SubjectRequestInvalid,
+    SubjectTableInvalid,
+    SubjectTableUnknown,
+    WebhookBodyTooLarge,
+    WebhookDeliveryFailed,
+    WebhookDestinationRefused,
+    WebhookEndpointDisabled,
+    WebhookEndpointInvalid,
+    WebhookEndpointNotFound,
+    WebhookEventIdInvalid,
+    WebhookPayloadInvalid,
+    WebhookSignatureInvalid,
+)
 
 
 class JobsConfigurationError(JobsError, ImproperlyConfigured):
@@ -306,10 +335,10 @@ class InvariantViolated(JobsError):
     code = "X_INVARIANT"
 
 
-class Terminal(Exception):
-    """Raised by a job's body to fail the job at once, without further retries."""
+class JobTenantMismatch(_CodedOutcome, Terminal):
+    """A job's input names another tenant than the one it runs for (or than its target's)."""
 
-    code: ClassVar[str] = "X_JOB_TERMINAL"
+    code = "X_JOB_TENANT_MISMATCH"
 
 
 class LeaseExpired(Exception):
@@ -321,9 +350,9 @@ class SettleRefused(Exception):
 
 
 def all_error_classes() -> list[type[JobsError] | type[Terminal]]:
-    """Every error class of this module, refusals first, in definition order."""
+    """Every error class of this module (those it re-exports included), refusals first."""
     found: list[type[JobsError] | type[Terminal]] = []
     for value in globals().values():
         if isinstance(value, type) and issubclass(value, (JobsError, Terminal)):
             found.append(value)
-    return found
+    return sorted(found, key=lambda cls: issubclass(cls, Terminal))

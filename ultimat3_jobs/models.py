@@ -3,7 +3,8 @@
 The models describe the schema and serve the admin; the hot path does not go through the ORM. Each
 model's manager is a raw-SQL entry point: ``Job.objects.db_manager(alias).run("job_claim", params)``
 runs the named statement of ``drivers/postgres/sql/`` on that alias' connection. Only the
-PostgreSQL driver calls it."""
+PostgreSQL driver calls it.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from django.db import connections, models
 from django.db.models import Q
 from django.db.models.functions import Now
 
+from ultimat3_jobs.consumers.tables import ConsumerCursor  # noqa: F401  (a feature's table)
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
+from ultimat3_jobs.lease_tables import JobLease  # noqa: F401  (the limits' table)
+from ultimat3_jobs.subjects.tables import SubjectRequest  # noqa: F401  (a feature's table)
 from ultimat3_jobs.types import (
     LIVE_STATES,
     PAUSE_SCOPES,
@@ -24,6 +28,10 @@ from ultimat3_jobs.types import (
     JobState,
 )
 
+# The tables of the features (webhooks, consumers, subject requests) live beside the feature
+# that reads them; imported here for Django.
+from ultimat3_jobs.webhooks.tables import WebhookDelivery, WebhookEndpoint  # noqa: F401
+
 _LIVE = sorted(state.value for state in LIVE_STATES)
 
 
@@ -31,12 +39,19 @@ class RawStatementManager(models.Manager):  # type: ignore[type-arg]
     """Runs the named raw-SQL statements on this manager's database alias."""
 
     def run(self, statement: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        """Execute the named statement of ``sql/*.sql``; answer its rows (none without any)."""
+        """Execute ``statement`` (a name from ``sql/*.sql``) and answer the rows it returns
+        (none for a statement without ``returning``)."""
         with connections[self.db].cursor() as cursor:
             cursor.execute(STATEMENTS[statement], params or {})
             if cursor.description is None:
                 return []
             return list(cursor.fetchall())
+
+    def run_rowcount(self, statement: str, params: dict[str, Any] | None = None) -> int:
+        """Execute ``statement`` and answer how many rows it touched."""
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(STATEMENTS[statement], params or {})
+            return int(cursor.rowcount)
 
 
 class Job(models.Model):
@@ -226,6 +241,7 @@ class JobCounter(models.Model):
 
 class OutboxEntry(models.Model):
     """A job staged inside the caller's transaction, for the relay to publish after commit.
+
     Lives in the caller's own database; its id is the job's id, so a staged enqueue answers the
     real id and a repeated publish is answered ``deduped``."""
 
@@ -379,22 +395,3 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.key or ''}".strip()
-
-
-class JobLease(models.Model):
-    """A held concurrency slot or spent rate stamp; an expired one is free. No FK to the job."""
-
-    pk = models.CompositePrimaryKey("key", "slot")
-    key = models.CharField(max_length=600)
-    slot = models.IntegerField()
-    kind = models.CharField(max_length=12, choices=[("concurrency",) * 2, ("rate",) * 2])
-    job_id = models.UUIDField(db_index=True)  # the settle and the rescue free a job's slots
-    claim_token = models.UUIDField()
-    acquired_at = models.DateTimeField(db_default=Now())
-    expires_at = models.DateTimeField()
-
-    class Meta:
-        db_table = "x_job_leases"
-
-    def __str__(self) -> str:
-        return f"{self.key} #{self.slot}"

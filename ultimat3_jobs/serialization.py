@@ -144,9 +144,50 @@ def check_json(value: Any, *, root: str = "input", max_depth: int) -> bool:
     return exponent_floats
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""The encoder of flat objects, made once (``json.dumps`` with options makes one per call)."""
+
+
+def _flat_text(value: Any, max_depth: int) -> str | None:
+    """The compact JSON text of a flat object (``str`` keys; ``str``, ``bool``, ``None``,
+    64-bit ``int`` and finite ``float`` values below ``1e16``), checked in the same pass that
+    decides it is flat; ``None`` for anything else, and for anything the full check might
+    refuse (a string with NUL or a lone surrogate), which then takes the path of
+    :func:`check_json` and its message. Most job input is such an object."""
+    if type(value) is not dict or max_depth < 1:
+        return None
+    for key, item in value.items():
+        if type(key) is not str:
+            return None
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not INT_MIN <= item <= INT_MAX:
+                return None
+        elif kind is float:
+            if not abs(item) < 1e16:  # also NaN and the infinities
+                return None
+        else:
+            return None
+    if not value:
+        return "{}"
+    text = _COMPACT.encode(value)
+    # NUL is written escaped; a lone surrogate fails the UTF-8 encoding of the size check.
+    return None if "\\u0000" in text else text
+
+
 def encode_json(value: Any, *, root: str = "input", max_depth: int, max_bytes: int) -> str:
     """The compact JSON text of ``value`` after :func:`check_json`; refused when its UTF-8 form
-    is longer than ``max_bytes``."""
+    is longer than ``max_bytes``. A flat object is checked and written in one pass."""
+    flat = _flat_text(value, max_depth)
+    if flat is not None:
+        try:
+            size = len(flat.encode("utf-8"))
+        except UnicodeEncodeError:
+            size = -1
+        if 0 <= size <= max_bytes:
+            return flat
     if check_json(value, root=root, max_depth=max_depth):
         text = _encode_slow(value)
     else:

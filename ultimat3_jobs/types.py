@@ -23,12 +23,12 @@ from ultimat3_jobs.records import (  # noqa: F401
     CounterPeriod,
     CounterRow,
     CounterTotal,
+    CronState,
     FireResult,
     Leadership,
     Pause,
     PauseScope,
     SettleCounts,
-    TaskState,
     WorkerRecord,
 )
 
@@ -346,3 +346,24 @@ STEP_KINDS: tuple[StepKind, ...] = ("run", "once", "sleep", "event")
 
 StepStatus = Literal["started", "done", "waiting", "compensated"]
 STEP_STATUSES: tuple[StepStatus, ...] = ("started", "done", "waiting", "compensated")
+
+
+SettleAction = Literal["complete", "retry", "fail", "drop"]
+SETTLE_ACTIONS: tuple[SettleAction, ...] = ("complete", "retry", "fail", "drop")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettleItem:
+    """How one attempt ended, for ``job_settle_many``: ``complete`` (as an :class:`AckItem`)
+    or a nack's ``retry`` (due ``delay_seconds`` from now), ``fail`` or ``drop``, with its
+    ``error`` entry (not for a drop) and whether it ``counts_as_attempt``. ``progress_json`` is
+    the attempt's last progress not stored yet (``None``: keep the stored one)."""
+
+    job_id: uuid.UUID
+    claim_token: uuid.UUID
+    action: SettleAction
+    result_json: str = "null"
+    progress_json: str | None = None
+    error: AttemptError | None = None
+    delay_seconds: float = 0.0
+    counts_as_attempt: bool = True

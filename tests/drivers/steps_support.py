@@ -66,6 +66,8 @@ def shift_events(driver: JobDriver, seconds: float) -> None:
         from ultimat3_jobs.models import JobEvent
 
         JobEvent.objects.update(created_at=F("created_at") + delta)
+    elif driver.name == "redis":
+        driver._shift_steps("events", seconds)  # type: ignore[attr-defined]
     else:
         for event in driver._events:  # type: ignore[attr-defined]
             event.created_at += delta
@@ -79,6 +81,8 @@ def shift_event_expiry(driver: JobDriver, seconds: float) -> None:
         from ultimat3_jobs.models import JobEvent
 
         JobEvent.objects.update(expires_at=F("expires_at") + delta)
+    elif driver.name == "redis":
+        driver._shift_steps("expiry", seconds)  # type: ignore[attr-defined]
     else:
         for event in driver._events:  # type: ignore[attr-defined]
             event.expires_at += delta
@@ -96,6 +100,8 @@ def shift_wait(driver: JobDriver, job_id: uuid.UUID, name: str, seconds: float) 
             wait_since=F("wait_since") + delta, wait_until=F("wait_until") + delta
         )
         assert moved == 1
+    elif driver.name == "redis":
+        assert driver._shift_steps("wait", seconds, job_id, name) == 1  # type: ignore[attr-defined]
     else:
         steps = driver._steps[job_id]  # type: ignore[attr-defined]
         step = steps[name]

@@ -3,8 +3,10 @@ per-driver store controls that move time and read counters."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -202,6 +204,31 @@ def put_in_state(driver: JobDriver, job_id: uuid.UUID, state: str) -> ClaimedJob
     return job
 
 
+@contextlib.contextmanager
+def wakes_of(driver: JobDriver) -> Iterator[list[str]]:
+    """The queues woken while the block runs, in order. The subscription is live before the
+    block starts; after it, the wakes still in flight (Redis delivers them from a thread) are
+    waited for: until a probe enqueue's own wake arrives, which the store sends after them."""
+    woken: list[str] = []
+    subscription = driver.wake_subscribe(on_wake=woken.append)
+    assert subscription is not None
+    try:
+        deadline = time.monotonic() + 10
+        while not subscription.is_live():
+            assert time.monotonic() < deadline, "the wake never went live"
+            time.sleep(0.01)
+        yield woken
+        deadline = time.monotonic() + 10
+        marker = f"wake-probe-{uuid.uuid4().hex[:12]}"
+        driver.job_enqueue(request=request(queue=marker))
+        while marker not in woken:
+            assert time.monotonic() < deadline, f"the probe's wake never came: {woken}"
+            time.sleep(0.01)
+        woken.remove(marker)
+    finally:
+        subscription.close()
+
+
 # -- store controls ---------------------------------------------------------------------------
 
 
@@ -288,6 +315,82 @@ class MemoryStore:
     def backdate_worker(self, worker_id: str) -> None:
         """Move a worker's started_at, heartbeat_at and expires_at an hour back."""
         self.driver._shift_worker_times(worker_id, -HOUR)
+
+
+class RedisControls:
+    """Moves time and reads counters on a Redis driver's store: through its test-support
+    script for a job's times, and the store's keys (its prefix) for the rest."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+        self.client = driver.redis()
+        self.base = driver.prefix
+
+    def make_due(self, job_id: uuid.UUID) -> None:
+        self.driver._set_times(job_id, run_at=utcnow() - HOUR)
+
+    def make_future(self, job_id: uuid.UUID, seconds: float) -> None:
+        self.driver._set_times(job_id, run_at=utcnow() + timedelta(seconds=seconds))
+
+    def expire_lease(self, job_id: uuid.UUID) -> None:
+        self.driver._set_times(job_id, lease_expires_at=utcnow() - HOUR)
+
+    def counter_rows(self, period: str = "minute") -> dict[tuple[str, int], dict[str, int]]:
+        rows: dict[tuple[str, int], dict[str, int]] = {}
+        for field, value in self.client.hgetall(f"{self.base}:counters:{period}").items():
+            bucket, outcome, name = field.decode().split("\t", 2)
+            row = rows.setdefault((name, int(bucket)), dict.fromkeys(COUNTER_KEYS, 0))
+            row[outcome] += int(value)
+        return rows
+
+    def counters(self, name: str) -> dict[str, int]:
+        totals = dict.fromkeys(COUNTER_KEYS, 0)
+        for (row_name, _bucket), row in self.counter_rows().items():
+            if row_name == name:
+                for key in COUNTER_KEYS:
+                    totals[key] += row[key]
+        return totals
+
+    def put_counter(self, name: str, period: str, bucket: datetime, **counts: int) -> None:
+        """Write one counter row directly, as a rollup would."""
+        seconds = int(bucket.timestamp())
+        for outcome, value in counts.items():
+            if value:
+                field = f"{seconds}\t{outcome}\t{name}"
+                self.client.hincrby(f"{self.base}:counters:{period}", field, value)
+
+    def row_count(self) -> int:
+        return int(self.client.zcard(f"{self.base}:jobs"))
+
+    def _shift_worker(
+        self, worker_id: str, fields: Sequence[str], to: Callable[[int], int]
+    ) -> None:
+        key = f"{self.base}:worker:{worker_id}"
+        values = self.client.hmget(key, *fields)
+        assert None not in values, f"no worker {worker_id}"
+        moved = {field: str(to(int(value))) for field, value in zip(fields, values, strict=True)}
+        self.client.hset(key, mapping=moved)
+        if "expires_at" in moved:
+            self.client.zadd(f"{self.base}:workers", {worker_id: int(moved["expires_at"])})
+
+    def expire_worker(self, worker_id: str) -> None:
+        past = int((utcnow() - HOUR).timestamp() * 1_000_000)
+        self._shift_worker(worker_id, ["expires_at"], lambda _: past)
+
+    def backdate_worker(self, worker_id: str) -> None:
+        """Move a worker's started_at, heartbeat_at and expires_at an hour back."""
+        hour = 3600 * 1_000_000
+        fields = ["started_at", "heartbeat_at", "expires_at"]
+        self._shift_worker(worker_id, fields, lambda value: value - hour)
+
+    def expire_leader(self, name: str) -> None:
+        key = f"{self.base}:leader:{name}"
+        assert self.client.exists(key), f"no leader lease {name}"
+        self.client.hset(key, "expires_at", str(int((utcnow() - HOUR).timestamp() * 1_000_000)))
+
+    def leader_row(self, name: str) -> tuple[str, int]:
+        holder, epoch = self.client.hmget(f"{self.base}:leader:{name}", "holder", "epoch")
+        return holder.decode(), int(epoch)
 
 
 def counters(**moved: int) -> dict[str, int]:

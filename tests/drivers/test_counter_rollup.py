@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from tests.drivers.support import RedisControls
 from tests.factories import JobCounterFactory
 from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.types import COUNTER_OUTCOMES
@@ -14,6 +15,8 @@ def put_minute(driver, name: str, bucket: datetime, **counts: int) -> None:
     if isinstance(driver, MemoryDriver):
         with driver._lock:  # test support: a past minute the settles of this test cannot make
             driver._counters[(name, "minute", bucket)] = values
+    elif driver.name == "redis":
+        RedisControls(driver).put_counter(name, "minute", bucket, **values)
     else:
         JobCounterFactory(name=name, bucket=bucket, **values)
 

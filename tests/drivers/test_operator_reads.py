@@ -9,6 +9,7 @@ import pytest
 
 from tests.drivers.support import (
     HOUR,
+    RedisControls,
     ack,
     attempt_error,
     claim_one,
@@ -39,6 +40,8 @@ def add_counter(driver: JobDriver, name: str, period: str, bucket: datetime, **c
     only)."""
     if driver.name == "postgres":
         JobCounterFactory(name=name, period=period, bucket=bucket, **counts)
+    elif driver.name == "redis":
+        RedisControls(driver).put_counter(name, period, bucket, **counts)
     else:
         row = dict.fromkeys(("completed", "retried", "dead", "dropped", "refused", "cancelled"), 0)
         row.update(counts)

@@ -18,6 +18,7 @@ from tests.drivers.support import (
     seconds_between,
     state_of,
     utcnow,
+    wakes_of,
 )
 from ultimat3_jobs.types import BulkResult, JobState
 
@@ -75,19 +76,15 @@ def test_job_promote_keeps_claim_order_by_priority(driver, store):
 
 
 def test_job_promote_wakes_the_queue(driver, store):
-    if driver.name != "memory":
+    if driver.name == "postgres":
         pytest.skip(
             "PostgreSQL wakes are delivered at commit: tests/operator/test_verbs.py covers NOTIFY"
         )
     job_id = enqueue(driver, queue="emails")
     store.make_future(job_id, 3600)
-    woken: list[str] = []
-    subscription = driver.wake_subscribe(on_wake=woken.append)
-    try:
+    with wakes_of(driver) as woken:
         assert driver.job_promote(job_id=job_id)
         assert driver.job_promote(job_id=job_id) is False
-    finally:
-        subscription.close()
     assert woken == ["emails"]
 
 
@@ -207,20 +204,16 @@ def test_job_requeue_failed_takes_only_the_newest_of_failed_jobs_sharing_a_key(d
 
 
 def test_job_requeue_failed_wakes_each_queue_once(driver):
-    if driver.name != "memory":
+    if driver.name == "postgres":
         pytest.skip(
             "PostgreSQL wakes are delivered at commit: tests/operator/test_verbs.py covers NOTIFY"
         )
     failed_job(driver, queue="emails")
     failed_job(driver, queue="emails")
     failed_job(driver, queue="math")
-    woken: list[str] = []
-    subscription = driver.wake_subscribe(on_wake=woken.append)
-    try:
+    with wakes_of(driver) as woken:
         assert driver.job_requeue_failed(name="tests.echo", limit=10) == BulkResult(3, 0)
         assert driver.job_requeue_failed(name="tests.echo", limit=10) == BulkResult(0, 0)
-    finally:
-        subscription.close()
     assert sorted(woken) == ["emails", "math"]
 
 

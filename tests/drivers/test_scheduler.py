@@ -1,5 +1,5 @@
 """The scheduler's store methods, on both drivers: the leader lease (``leader_attempt_elect``,
-``leader_resign``), task state (``scheduler_task_sync``) and the fenced fire
+``leader_resign``), task state (``scheduler_cron_sync``) and the fenced fire
 (``scheduler_fire``)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.drivers.support import HOUR, claim_one, enqueue, get, utcnow
+from tests.drivers.support import HOUR, RedisControls, claim_one, enqueue, get, utcnow
 from ultimat3_jobs.model.cron import idempotency_key
-from ultimat3_jobs.model.enqueue import build_request
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.requests import build_request
 from ultimat3_jobs.types import JobState
 
 LEADER = "scheduler"
@@ -31,6 +31,9 @@ def expire_leader(driver, name=LEADER):
         moved = SchedulerLeader.objects.filter(name=name).update(expires_at=utcnow() - HOUR)
         assert moved == 1
         return
+    if driver.name == "redis":
+        RedisControls(driver).expire_leader(name)
+        return
     # The memory driver offers no test-support method for its leases: its private dict
     # ``_leaders`` (name -> (holder, epoch, expires_at)) is the table, so the test edits it
     # directly, under the driver's lock.
@@ -46,6 +49,8 @@ def leader_row(driver, name=LEADER):
 
         row = SchedulerLeader.objects.get(name=name)
         return row.holder, row.epoch
+    if driver.name == "redis":
+        return RedisControls(driver).leader_row(name)
     holder, epoch, _ = driver._leaders[name]  # memory: see expire_leader
     return holder, epoch
 
@@ -55,6 +60,8 @@ def job_count(driver):
         from ultimat3_jobs.models import Job
 
         return Job.objects.count()
+    if driver.name == "redis":
+        return RedisControls(driver).row_count()
     return len(driver._rows)  # memory: its row dict is the table
 
 
@@ -89,7 +96,7 @@ def fire(driver, *, old, occurrence, holder="a", epoch=1, dispatch=True, task=TA
 
 
 def sync_one(driver, name=TASK):
-    states = driver.scheduler_task_sync(names=[name])
+    states = driver.scheduler_cron_sync(names=[name])
     assert set(states) == {name}
     return states[name]
 
@@ -179,7 +186,7 @@ def test_sync_starts_a_new_task_at_now(driver):
 
 def test_sync_keeps_a_known_watermark(driver):
     first = sync_one(driver)
-    again = driver.scheduler_task_sync(names=[TASK, "tests.paris_daily"])
+    again = driver.scheduler_cron_sync(names=[TASK, "tests.paris_daily"])
     assert again[TASK].watermark == first.watermark
     assert close_to_now(again["tests.paris_daily"].watermark)
 
@@ -197,7 +204,7 @@ def test_sync_answers_the_watermark_a_fire_moved(driver):
 
 
 def test_sync_of_no_names_answers_nothing(driver):
-    assert driver.scheduler_task_sync(names=[]) == {}
+    assert driver.scheduler_cron_sync(names=[]) == {}
 
 
 # -- the fenced fire --------------------------------------------------------------------------

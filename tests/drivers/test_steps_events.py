@@ -3,8 +3,6 @@ store's clock; events_purge_expired deletes what expired, counted."""
 
 from __future__ import annotations
 
-import threading
-
 from tests.drivers.steps_support import (
     running,
     shift_event_expiry,
@@ -13,7 +11,7 @@ from tests.drivers.steps_support import (
     steps_of,
     wait,
 )
-from tests.drivers.support import claim, get, request
+from tests.drivers.support import claim, get, request, wakes_of
 from ultimat3_jobs.types import JobState
 
 
@@ -76,18 +74,12 @@ def test_an_event_sent_while_the_attempt_still_runs_is_seen_by_its_suspend(drive
 def test_a_stored_event_that_raced_the_wait_is_found_by_the_resolve(driver):
     job = running(driver)
     wait(driver, job, "w", event="paid", key="k")
-    # An event stored after the wait began whose send did not see the wait (it raced it).
-    shift_wait(driver, job.id, "w", -10)
-    driver.event_send(name="other", ttl_seconds=60)
-    if driver.name == "postgres":
-        from ultimat3_jobs.models import JobEvent
-
-        JobEvent.objects.create(
-            name="paid", key="k", payload=3, expires_at=get(driver, job.id).run_at
-        )
-    else:
-        event = driver._events[-1]
-        event.name, event.key, event.payload_json = "paid", "k", "3"
+    # An event stored after the wait began whose send did not see the wait (it raced it): the
+    # wait looks to the send as if it began later, then is moved back before the event.
+    shift_wait(driver, job.id, "w", 3600)
+    assert driver.event_send(name="paid", key="k", payload_json="3", ttl_seconds=60).ended == 0
+    shift_wait(driver, job.id, "w", -3610)
+    assert steps_of(driver, job.id)["w"].status == "waiting"
     step = driver.step_wait_resolve(job_id=job.id, claim_token=job.claim_token, name="w")
     assert (step.status, step.output) == ("done", 3)
 
@@ -109,20 +101,9 @@ def test_event_send_wakes_the_queues_of_the_jobs_it_made_due(driver):
     if driver.name == "postgres":
         return  # NOTIFY is delivered at commit; the process tests cover PostgreSQL's wake.
     _suspended(driver, event="e")
-    woken: list[str] = []
-    arrived = threading.Event()
-
-    def on_wake(queue: str) -> None:
-        woken.append(queue)
-        arrived.set()
-
-    subscription = driver.wake_subscribe(on_wake=on_wake)
-    try:
+    with wakes_of(driver) as woken:  # live before the send, so no wake is missed
         driver.event_send(name="e", ttl_seconds=60)
-        assert arrived.wait(5)
-        assert woken == ["default"]
-    finally:
-        subscription.close()
+    assert woken == ["default"]
 
 
 def test_events_purge_expired_is_counted_and_bounded(driver):

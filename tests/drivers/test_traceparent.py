@@ -8,9 +8,9 @@ from dataclasses import replace
 from tests.drivers.support import claim_one, request
 from tests.drivers.test_scheduler import LEADER, TASK, TTL, elect, occurrence_after, sync_one
 from ultimat3_jobs.model.cron import idempotency_key
-from ultimat3_jobs.model.enqueue import build_request
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.requests import build_request
 
 HEADER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

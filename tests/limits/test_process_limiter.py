@@ -12,9 +12,10 @@ import pytest
 from tests.limits.support import finished, intervals, most_at_once, most_in_a_window
 from tests.testapp import jobs as app_jobs
 from tests.worker.conftest import wait_for
-from ultimat3_jobs.conf import ProcessLimits, validate
+from ultimat3_jobs.conf import validate
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.models import Job
+from ultimat3_jobs.records import ProcessLimits
 from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.limiter import ProcessLimiter
 from ultimat3_jobs.types import ClaimedJob, new_job_id
@@ -23,8 +24,8 @@ from ultimat3_jobs.types import ClaimedJob, new_job_id
 @pytest.mark.parametrize(
     ("limits", "fragment"),
     [
-        (3, "must be a dict"),
-        ({"SPEED": 1}, "unknown keys SPEED"),
+        (3, "must be a dict of IN_FLIGHT"),
+        ({"SPEED": 1}, "must be a dict of IN_FLIGHT"),
         ({"IN_FLIGHT": -1}, "['LIMITS']['IN_FLIGHT'] must be an integer from 0"),
         ({"PER_QUEUE": 1.0}, "['LIMITS']['PER_QUEUE'] must be an integer"),
         ({"PER_TENANT": True}, "['LIMITS']['PER_TENANT'] must be an integer"),

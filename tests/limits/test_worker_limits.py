@@ -83,7 +83,7 @@ def test_when_busy_fail_refuses_a_run_while_another_live_run_holds_the_key(make_
     assert counter("tests.limits.exclusive", "refused") == 1
     assert counter("tests.limits.exclusive", "dead") == 0
     wait_for(lambda: (str(refused.id), "refused") in jobs.SETTLED, what="on_settled refused")
-    assert running.worker._gate.refused == 1
+    assert running.worker._limits.gate.refused == 1
 
 
 def test_when_busy_fail_runs_once_the_holders_lease_expired(make_worker) -> None:

@@ -54,6 +54,7 @@ def test_every_statement_that_counts_uses_the_shared_upsert() -> None:
     counting = {name for name, body in STATEMENTS.items() if "insert into x_job_counters" in body}
     assert counting == {
         "job_ack_many",
+        "job_settle_many",
         "job_nack_retry",
         "job_nack_fail",
         "job_nack_drop",
@@ -130,7 +131,7 @@ def test_the_shared_insert_keeps_each_path_s_rules() -> None:
     assert _run("job_enqueue", delayed)
     later = datetime.now(UTC) + timedelta(hours=1)
     _run("leader_attempt_elect", {"name": "scheduler", "holder": "h", "ttl_seconds": 5.0})
-    (state,) = _run("scheduler_task_sync", {"names": ["tests.every_second"]})
+    (state,) = _run("scheduler_cron_sync", {"names": ["tests.every_second"]})
     fired = {
         **ENQUEUE,
         "id": uuid.uuid4(),

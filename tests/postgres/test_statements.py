@@ -56,6 +56,16 @@ PARAMS: dict[str, dict[str, Any]] = {
     "job_enqueue_many_resolve": {"ids": [A], "names": ["tests.echo"], "keys": ["k"]},
     "job_claim": {"queues": ["default"], "limit": 1, "worker_id": "w", "lease_seconds": 30.0},
     "job_ack_many": {"ids": [A], "tokens": [A], "results": ["null"], "progress": [None]},
+    "job_settle_many": {
+        "ids": [A, A],
+        "tokens": [A, A],
+        "actions": ["complete", "drop"],
+        "results": ["null", "null"],
+        "progress": [None, None],
+        "errors": [None, None],
+        "delays": [0.0, 0.0],
+        "counts": [True, True],
+    },
     "job_nack_retry": {
         "id": A,
         "claim_token": A,
@@ -145,7 +155,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "outbox_mark_published": {"relay_id": "r", "ids": [B]},
     "outbox_record_failure": {"relay_id": "r", "id": B, "error": "e", "retry_seconds": 1.0},
     "outbox_purge_published": {"retention_seconds": 0.0, "limit": 10},
-    "scheduler_task_sync": {"names": ["tests.every_second"]},
+    "scheduler_cron_sync": {"names": ["tests.every_second"]},
     "scheduler_fire": {
         **ENQUEUE,
         "task": "tests.every_second",

@@ -78,3 +78,38 @@ def stale_step(ctx: Any, *, first_sleep: float = 8.0) -> dict[str, Any]:
         return {"attempt": ctx.attempt, "pid": os.getpid()}
 
     return dict(ctx.step.run("slow", slow))
+
+
+# -- a consumer (tests/process/test_consumer_kills.py) ----------------------------------------
+
+FEED = "process-feed"
+
+
+def _handle_feed(items: list[Any]) -> None:
+    """Record each item and the turn (the cursor before and after it) in the batch's
+    transaction, then dawdle so that kills land mid-run."""
+    from tests.featureapp.models import FeedHandled, FeedTurn
+    from ultimat3_jobs.models import ConsumerCursor
+
+    before = ConsumerCursor.objects.get(name=FEED).cursor
+    FeedHandled.objects.bulk_create(FeedHandled(row_id=row.id, pid=os.getpid()) for row in items)
+    FeedTurn.objects.create(before=before, after=items[-1].id, pid=os.getpid())
+    time.sleep(0.1)
+
+
+def _declare_feed() -> None:
+    from tests.featureapp.models import FeedRow
+    from ultimat3_jobs.consumers import consumer
+
+    consumer(
+        FEED,
+        source=FeedRow.objects.all(),
+        handle=_handle_feed,
+        batch_size=50,
+        run_seconds=3,
+        idle_seconds=0.2,
+        supervise="* * * * * *",
+    )
+
+
+_declare_feed()

@@ -201,7 +201,7 @@ def set_watermark(name: str, when: datetime) -> None:
     scheduler had run since)."""
     from ultimat3_jobs.models import SchedulerTask
 
-    PostgresDriver().scheduler_task_sync(names=[name])
+    PostgresDriver().scheduler_cron_sync(names=[name])
     assert SchedulerTask.objects.filter(name=name).update(watermark=when) == 1
 
 

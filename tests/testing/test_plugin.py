@@ -48,6 +48,8 @@ def test_the_plugin_loads_in_a_project_without_django(tmp_path: Path) -> None:
         "    loaded = {m for m in sys.modules if m.startswith('ultimat3_jobs')}\n"
         "    assert 'ultimat3_jobs.testing.pytest_plugin' in loaded\n"
         "    assert loaded <= {'ultimat3_jobs', 'ultimat3_jobs.errors', 'ultimat3_jobs.types',\n"
+        "                      'ultimat3_jobs.records', 'ultimat3_jobs.errors_base',\n"
+        "                      'ultimat3_jobs.errors_features',\n"
         "                      'ultimat3_jobs.testing', 'ultimat3_jobs.testing.pytest_plugin'},"
         " loaded\n"
     )

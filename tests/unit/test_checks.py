@@ -1,6 +1,7 @@
 """The system checks on the databases the settings name: the PostgreSQL driver on a database that
-is not PostgreSQL (E050), an outbox that staging uses on one (E051), and an outbox database
-without ``x_outbox`` (E052/W052), or out of reach (W053)."""
+is not PostgreSQL (E050), an outbox that staging uses on one (E051), an outbox database
+without ``x_outbox`` (E052/W052), or out of reach (W053), and the Redis driver's cache alias
+(E054)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,40 @@ def test_the_memory_driver_on_sqlite_passes() -> None:
 def test_postgresql_everywhere_passes() -> None:
     jobs = {**BASE, "DRIVER": "postgres", "DATABASE": "jobs", "OUTBOX_DATABASE": "default"}
     with override_settings(ULTIMAT3_JOBS=jobs):
+        assert ours(check_settings()) == []
+
+
+REDIS_JOBS = {**BASE, "DRIVER": "redis", "REDIS_ALIAS": "redis"}
+
+
+def test_the_redis_driver_on_a_django_redis_cache_passes() -> None:
+    # tests/settings.py defines the "redis" cache with the django-redis backend.
+    with override_settings(ULTIMAT3_JOBS=REDIS_JOBS):
+        assert ours(check_settings()) == []
+
+
+def test_the_redis_driver_refuses_a_cache_alias_caches_does_not_define() -> None:
+    with override_settings(ULTIMAT3_JOBS={**REDIS_JOBS, "REDIS_ALIAS": "jobs-redis"}):
+        messages = ours(check_settings())
+    [(check_id, message)] = messages
+    assert check_id == "ultimat3_jobs.E054"
+    assert "ULTIMAT3_JOBS['REDIS_ALIAS'] names the cache alias 'jobs-redis'" in message
+    assert "which settings.CACHES does not define (defined: 'default', 'redis')" in message
+    assert "django_redis.cache.RedisCache" in message
+
+
+def test_the_redis_driver_refuses_a_cache_that_is_not_django_redis() -> None:
+    with override_settings(ULTIMAT3_JOBS={**REDIS_JOBS, "REDIS_ALIAS": "default"}):
+        messages = ours(check_settings())
+    [(check_id, message)] = messages
+    assert check_id == "ultimat3_jobs.E054"
+    assert "names the cache alias 'default'" in message
+    assert "whose BACKEND is 'django.core.cache.backends.locmem.LocMemCache'" in message
+    assert "not django-redis" in message
+
+
+def test_the_redis_alias_is_not_checked_for_another_driver() -> None:
+    with override_settings(ULTIMAT3_JOBS={**BASE, "DRIVER": "memory", "REDIS_ALIAS": "nowhere"}):
         assert ours(check_settings()) == []
 
 

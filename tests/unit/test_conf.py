@@ -20,6 +20,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("DATABASE", "missing", "ultimat3_jobs.E011", "must name an alias of settings.DATABASES"),
     ("DEFAULT_QUEUE", "has space", "ultimat3_jobs.E012", "must be a queue name"),
     ("DEFAULT_TENANT", "acme", "ultimat3_jobs.E013", 'or "none"'),
+    ("REDIS_ALIAS", "", "ultimat3_jobs.E014", "must name an alias of settings.CACHES"),
     ("DEFAULT_MAX_ATTEMPTS", 0, "ultimat3_jobs.E020", "an integer from 1 to 1000"),
     ("DEFAULT_MAX_ATTEMPTS", 10**9, "ultimat3_jobs.E020", "an integer from 1 to 1000"),
     ("DEFAULT_MAX_ATTEMPTS", 2.5, "ultimat3_jobs.E020", "an integer"),
@@ -54,6 +55,12 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("TRACEPARENT", "no_dot", "ultimat3_jobs.E060", "the dotted path of one"),
     ("LIMITS", {"RATE": -1}, "ultimat3_jobs.E061", "['RATE'] must be a finite number from 0"),
     ("ON_SETTLED_ATTEMPTS", 0, "ultimat3_jobs.E062", "an integer from 1 to 10"),
+    ("WEBHOOK_DISABLE_AFTER_FAILURES", 0, "ultimat3_jobs.E070", "an integer from 1 to 100000"),
+    ("WEBHOOK_ALLOWED_NETWORKS", "10.0.0.0/8", "ultimat3_jobs.E071", "must be a list of networks"),
+    ("WEBHOOK_ALLOWED_NETWORKS", ["10.0.0.0/33"], "ultimat3_jobs.E071", "'10.0.0.0/33' is not one"),
+    ("WEBHOOK_CONNECT_TIMEOUT_SECONDS", 0, "ultimat3_jobs.E072", "from 0.01 to 300"),
+    ("WEBHOOK_READ_TIMEOUT_SECONDS", 301, "ultimat3_jobs.E073", "from 0.01 to 300"),
+    ("WEBHOOK_SECRET_OVERLAP_SECONDS", -1, "ultimat3_jobs.E074", "from 0 to 2592000"),
 ]
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 
 from ultimat3_jobs import Retry, job
 
@@ -69,3 +70,29 @@ UnstorableError.__qualname__ = "RemoteFault[Unstorable\x00Name]"
 def raises_unstorable(ctx: Any) -> None:
     _effect(ctx, label="unstorable error")
     raise UnstorableError("the message is fine, the class name is not")
+
+
+BODY_THREADS: list[tuple[str, int]] = []
+"""(body, thread ident) per run of the connection bodies below, in this process."""
+
+
+@job(name="tests.w.breaks_connection", tenant="none", retry=ONCE)
+def breaks_connection(ctx: Any) -> str:
+    """Leaves its thread's connection broken: autocommit off, its transaction aborted by a
+    failed statement, never rolled back."""
+    BODY_THREADS.append(("breaks", threading.get_ident()))
+    transaction.set_autocommit(False)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("select 1 / 0")
+    except DatabaseError:
+        pass
+    return "left broken"
+
+
+@job(name="tests.w.writes_effect", tenant="none", retry=ONCE)
+def writes_effect(ctx: Any) -> str:
+    """Writes an effect row through the ORM, in autocommit as the default connection is."""
+    BODY_THREADS.append(("writes", threading.get_ident()))
+    _effect(ctx, label="written")
+    return "written"

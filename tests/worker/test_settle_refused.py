@@ -120,29 +120,26 @@ class RefusingStore(MemoryDriver):
     def __init__(self, *, drops: int = 0) -> None:
         super().__init__()
         self.drops = drops
-        self.ack_writes = 0
-        self.nack_writes = 0
+        self.settle_writes = 0
 
     def _maybe_drop(self) -> None:
         if self.drops > 0:
             self.drops -= 1
             raise DriverUnavailable("OperationalError: server closed the connection unexpectedly")
 
-    def job_ack_many(self, *, items):
-        self.ack_writes += 1
+    def job_settle_many(self, *, items):
+        self.settle_writes += 1
         self._maybe_drop()
-        if any(bodies.REFUSED_KEY in item.result_json for item in items):
+        if any(
+            item.action == "complete" and bodies.REFUSED_KEY in item.result_json for item in items
+        ):
             reason = f'IntegrityError: violates check constraint "{CONSTRAINT}"'
             raise StoreRefused(reason=reason, sqlstate="23514")
-        return super().job_ack_many(items=items)
-
-    def job_nack(self, **kwargs):
-        self.nack_writes += 1
-        self._maybe_drop()
-        error = kwargs.get("error")
-        if error is not None and error.error_class == "app.Unstorable":
+        if any(
+            item.error is not None and item.error.error_class == "app.Unstorable" for item in items
+        ):
             raise StoreRefused(reason="ProgrammingError: the store cannot hold this error entry")
-        return super().job_nack(**kwargs)
+        return super().job_settle_many(items=items)
 
 
 def _claimed(store: MemoryDriver, count: int) -> list[Attempt]:
@@ -173,9 +170,9 @@ def _settle(store: MemoryDriver, outcomes: list[Outcome]) -> dict:
     config = WorkerConfig(queues=("default",), concurrency=4, ack_flush=0.05)
     hooks = BodyPool(1, name="test-hooks")
     settler = Settler(driver=store, config=config, on_done=on_done, hooks=hooks)
-    settler.start()
-    for outcome in outcomes:
+    for outcome in outcomes:  # queued before it starts: one flush takes them all
         settler.put(outcome)
+    settler.start()
     try:
         assert finished.wait(10), f"the settler wedged: {len(done)} of {len(outcomes)} done"
     finally:
@@ -201,7 +198,7 @@ def test_a_refused_ack_is_isolated_by_halves_and_never_retried_as_is() -> None:
     assert refused.errors[0]["error_class"] == SETTLE_REFUSED
     assert refused.errors[0]["message"].endswith(f'"{CONSTRAINT}" (SQLSTATE 23514)')
     # One batch, split in halves down to the refused row: about 2 writes per level, not forever.
-    assert store.ack_writes <= 2 * 6 + 1, store.ack_writes
+    assert store.settle_writes <= 2 * 6 + 1 + 1, store.settle_writes
 
 
 def test_a_refused_nack_is_written_once_more_with_a_storable_error() -> None:
@@ -210,7 +207,7 @@ def test_a_refused_nack_is_written_once_more_with_a_storable_error() -> None:
     error = AttemptError(attempt=1, error_class="app.Unstorable", message="m", traceback="tb")
     done = _settle(store, [Outcome(attempt, "failed", error=error, terminal=True)])
     assert done == {attempt.job.id: "fail"}
-    assert store.nack_writes == 2
+    assert store.settle_writes == 2
     record = store.job_get(job_id=attempt.job.id)
     assert record.state == JobState.FAILED
     assert record.errors[0]["error_class"] == SETTLE_REFUSED
@@ -222,5 +219,20 @@ def test_a_lost_connection_is_still_retried_until_the_write_lands() -> None:
     attempts = _claimed(store, 3)
     done = _settle(store, [Outcome(a, "completed", result_json="1") for a in attempts])
     assert set(done.values()) == {"completed"}
-    assert store.ack_writes == 3  # two lost connections, then the write
+    assert store.settle_writes == 3  # two lost connections, then the write
     assert {store.job_get(job_id=a.job.id).state for a in attempts} == {JobState.COMPLETED}
+
+
+def test_a_flush_of_mixed_endings_is_one_write() -> None:
+    store = RefusingStore()
+    attempts = _claimed(store, 8)
+    error = AttemptError(attempt=1, error_class="app.Failed", message="m", traceback="tb")
+    outcomes = [
+        Outcome(a, "completed", result_json="1") if i % 2 else Outcome(a, "failed", error=error)
+        for i, a in enumerate(attempts)
+    ]
+    done = _settle(store, outcomes)
+    assert sorted(done.values()) == ["completed"] * 4 + ["retry"] * 4
+    assert store.settle_writes == 1
+    states = [store.job_get(job_id=a.job.id).state for a in attempts]
+    assert states == [JobState.QUEUED, JobState.COMPLETED] * 4

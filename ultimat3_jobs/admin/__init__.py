@@ -12,6 +12,14 @@ from __future__ import annotations
 from ultimat3_jobs.admin.cron import CronAdmin
 from ultimat3_jobs.admin.jobs import JobAdmin
 from ultimat3_jobs.admin.pauses import JobPauseAdmin
+from ultimat3_jobs.admin.webhooks import WebhookDeliveryAdmin, WebhookEndpointAdmin
 from ultimat3_jobs.admin.workers import JobWorkerAdmin
 
-__all__ = ["CronAdmin", "JobAdmin", "JobPauseAdmin", "JobWorkerAdmin"]
+__all__ = [
+    "CronAdmin",
+    "JobAdmin",
+    "JobPauseAdmin",
+    "JobWorkerAdmin",
+    "WebhookDeliveryAdmin",
+    "WebhookEndpointAdmin",
+]

@@ -19,6 +19,7 @@ from ultimat3_jobs.types import (
     CounterPeriod,
     Heartbeat,
     JobState,
+    SettleItem,
 )
 
 ENQUEUE_CHUNK = 1000
@@ -202,6 +203,15 @@ def log_unowned(operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> No
         claim_token,
         extra={"event": "jobs.settle.unowned", "job_id": str(job_id), "operation": operation},
     )
+
+
+def log_unsettled(items: Sequence[SettleItem], landed: set[uuid.UUID]) -> None:
+    """:func:`log_unowned` for each item of a ``job_settle_many`` that did not land, named as
+    its single write would be (``ack``, ``nack (retry)``, ...)."""
+    for item in items:
+        if item.job_id not in landed:
+            operation = "ack" if item.action == "complete" else f"nack ({item.action})"
+            log_unowned(operation, item.job_id, item.claim_token)
 
 
 def log_lost_beats(attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], beat: Heartbeat) -> None:

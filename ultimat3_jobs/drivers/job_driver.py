@@ -35,6 +35,7 @@ from ultimat3_jobs.types import (
     AckItem,
     AttemptError,
     ClaimedJob,
+    CronState,
     EnqueueRequest,
     EnqueueResult,
     ExpiredAttempt,
@@ -44,7 +45,7 @@ from ultimat3_jobs.types import (
     Leadership,
     NackAction,
     RescuedJob,
-    TaskState,
+    SettleItem,
     WorkerRecord,
 )
 
@@ -162,6 +163,15 @@ class JobDriver(StepMethods, LeaseMethods, OperatorSeam, abc.ABC):
         whether it landed."""
 
     @abc.abstractmethod
+    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+        """Settle many ended attempts in one write, whatever each ending: ``complete`` as
+        :meth:`job_ack_many` does, ``retry``, ``fail`` and ``drop`` as :meth:`job_nack` does,
+        each fenced by state and claim token, and every counter they move in the same write
+        (one counter row per job name and minute for the whole batch, however many failed).
+        Answers the ids that landed. A value the store refuses fails the whole write (nothing
+        lands); the caller isolates the row it refused."""
+
+    @abc.abstractmethod
     def job_progress(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
     ) -> bool:
@@ -218,7 +228,7 @@ class JobDriver(StepMethods, LeaseMethods, OperatorSeam, abc.ABC):
         watermark moved."""
 
     @abc.abstractmethod
-    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+    def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
         """The state of each named task; a task never seen before starts with its watermark
         at now, so it never replays its history."""
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX
+from ultimat3_jobs.management.jobs_consumers import add_consumer_verbs
+from ultimat3_jobs.management.jobs_webhooks import add_webhook_verbs
 
 LIST_LIMIT_DEFAULT = 50
 
@@ -52,6 +54,23 @@ def add_verbs(parser: CommandParser) -> None:
         "idempotency key, as stored.",
     )
     show.add_argument("--json", action="store_true", help="One JSON document.")
+
+    send = verbs_parser.add_parser(
+        "send-event",
+        help="Send an event: every job waiting for it (ctx.step.wait_for_event) resumes.",
+    )
+    send.add_argument("event", metavar="EVENT")
+    send.add_argument("--key", default=None, help="Only the waits on this key.")
+    send.add_argument(
+        "--payload", default="null", metavar="JSON", help="What the waits answer (JSON)."
+    )
+    send.add_argument(
+        "--ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="How long the event is kept for waits that race it (default: a week).",
+    )
 
     helps = {
         "cancel": "Cancel queued or running jobs.",
@@ -111,3 +130,6 @@ def add_verbs(parser: CommandParser) -> None:
             else "Deprecated name of 'cron'.",
         )
         listing.add_argument("--json", action="store_true", help="One JSON document.")
+
+    add_webhook_verbs(verbs_parser)
+    add_consumer_verbs(verbs_parser)

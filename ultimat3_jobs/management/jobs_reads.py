@@ -183,6 +183,18 @@ class ReadVerbs:
             )
             for line in str(error.get("traceback") or "").rstrip().splitlines():
                 self.stdout.write(f"    {line}")
+        steps = detail["steps"]
+        if steps:
+            self.stdout.write(f"steps: {len(steps)}")
+        for step in steps:
+            line = f"  {step['seq']}. {step['name']} ({step['kind']}) {step['status']}"
+            if step["status"] == "waiting":
+                what = "sleep" if step["event"] is None else f"event {step['event']}"
+                key = f" key {step['key']}" if step["key"] else ""
+                line += f": {what}{key} until {step['wait_until'] or '-'}"
+            elif step["output"] is not None:
+                line += f": {json.dumps(step['output'], ensure_ascii=False)}"
+            self.stdout.write(line)
 
     def _stats(self, *, as_json: bool) -> None:
         since = datetime.now(UTC) - introspection.STATS_COUNTER_WINDOW

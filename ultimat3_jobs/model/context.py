@@ -92,13 +92,21 @@ class JobContext:
     traceparent: str | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     step: Steps | AsyncSteps = field(default_factory=Steps)
-    logger: logging.LoggerAdapter[logging.Logger] = field(init=False)
     _on_progress: Callable[[Any], None] | None = None
+    _logger: logging.LoggerAdapter[logging.Logger] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
-    def __post_init__(self) -> None:
-        self.logger = logging.LoggerAdapter(
-            logger, {"job_id": str(self.job_id), "job_name": self.name, "attempt": self.attempt}
-        )
+    @property
+    def logger(self) -> logging.LoggerAdapter[logging.Logger]:
+        """A logger that tags each record with the job's id, name and attempt (made on first
+        use: most bodies never log through it)."""
+        if self._logger is None:
+            self._logger = logging.LoggerAdapter(
+                logger,
+                {"job_id": str(self.job_id), "job_name": self.name, "attempt": self.attempt},
+            )
+        return self._logger
 
     def progress(
         self, current: float | None = None, total: float | None = None, **extra: Any

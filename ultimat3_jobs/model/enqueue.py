@@ -1,16 +1,14 @@
 """The one enqueue path: validate everything, then hand the driver finished requests.
 
-Layer L3 (job model). Every refusal happens here, before the first write, and names the field
-and the rule. The driver only writes.
+Layer L3 (job model). Every refusal happens before the first write and names the field and the
+rule (the requests are built and checked in :mod:`ultimat3_jobs.model.requests`). The driver
+only writes.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ultimat3_jobs.conf import Settings, get_settings
@@ -20,249 +18,24 @@ from ultimat3_jobs.errors import (
     JobDuplicate,
     JobInputInvalid,
     JobOptionInvalid,
-    JobPriorityInvalid,
-    JobQueueInvalid,
-    JobRunAtInvalid,
 )
 from ultimat3_jobs.model.context import refuse_if_aborted
 from ultimat3_jobs.model.options import EnqueueOptions, options_from
 from ultimat3_jobs.model.registry import registry
-from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
+from ultimat3_jobs.model.requests import (
+    SharedRequest,
+    build_request,
+    request_traceparent,
+    shared_request,
+)
 from ultimat3_jobs.model.transactions import AfterCommits, Route, route
-from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import (
-    PRIORITY_MAX,
-    PRIORITY_MIN,
-    QUEUE_NAME_PATTERN,
     EnqueueRequest,
     EnqueueResult,
-    new_job_id,
 )
 
 if TYPE_CHECKING:
     from ultimat3_jobs.model.definitions import JobDefinition
-
-IDEMPOTENCY_KEY_MAX_LENGTH = 255
-TENANT_MAX_LENGTH = 200
-DELAY_SECONDS_LIMIT = 10 * 366 * 86400.0
-_QUEUE = re.compile(QUEUE_NAME_PATTERN)
-
-
-class _Ambient:
-    """The default of ``build_request(traceparent=...)``: stamp the enqueuing code's own."""
-
-
-AMBIENT = _Ambient()
-
-
-def _queue(definition: JobDefinition, options: EnqueueOptions, settings: Settings) -> str:
-    queue = options.queue if options.queue is not None else definition.queue
-    if queue is None:
-        return settings.default_queue
-    if not isinstance(queue, str) or not _QUEUE.fullmatch(queue):
-        raise JobQueueInvalid(
-            f"queue {queue!r} is not a queue name: 1-63 characters matching {QUEUE_NAME_PATTERN}",
-            field="queue",
-            rule="queue-name",
-        )
-    return queue
-
-
-def _priority(definition: JobDefinition, options: EnqueueOptions) -> int:
-    priority = options.priority if options.priority is not None else definition.priority
-    if (
-        isinstance(priority, bool)
-        or not isinstance(priority, int)
-        or not PRIORITY_MIN <= priority <= PRIORITY_MAX
-    ):
-        raise JobPriorityInvalid(
-            f"priority must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX} (higher runs "
-            f"first); got {priority!r}",
-            field="priority",
-            rule="priority-range",
-        )
-    return priority
-
-
-def _timing(options: EnqueueOptions) -> tuple[datetime | None, float | None]:
-    run_at, delay = options.run_at, options.delay
-    if run_at is not None and delay is not None:
-        raise JobRunAtInvalid(
-            "give run_at or delay, not both", field="run_at", rule="run-at-or-delay"
-        )
-    if run_at is not None:
-        if not isinstance(run_at, datetime):
-            raise JobRunAtInvalid(
-                f"run_at must be an aware datetime; got {type(run_at).__name__} {run_at!r}",
-                field="run_at",
-                rule="aware-datetime",
-            )
-        if run_at.tzinfo is None or run_at.utcoffset() is None:
-            raise JobRunAtInvalid(
-                f"run_at must be timezone-aware; got the naive datetime {run_at.isoformat()} "
-                "(use django.utils.timezone.now() or datetime(..., tzinfo=UTC))",
-                field="run_at",
-                rule="aware-datetime",
-            )
-        return run_at, None
-    if delay is not None:
-        seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not math.isfinite(seconds)
-            or not 0 <= seconds <= DELAY_SECONDS_LIMIT
-        ):
-            raise JobRunAtInvalid(
-                f"delay must be a finite number of seconds (or a timedelta) from 0 to "
-                f"{DELAY_SECONDS_LIMIT:.0f}; got {delay!r}",
-                field="delay",
-                rule="delay-range",
-            )
-        return None, float(seconds)
-    return None, None
-
-
-def _idempotency_key(options: EnqueueOptions) -> str | None:
-    key = options.idempotency_key
-    if key is None:
-        return None
-    if (
-        not isinstance(key, str)
-        or not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX_LENGTH
-        or not _storable_text(key)
-    ):
-        raise JobOptionInvalid(
-            f"idempotency_key must be a string of 1 to {IDEMPOTENCY_KEY_MAX_LENGTH} characters "
-            f"without NUL; got {key!r:.80}",
-            field="idempotency_key",
-            rule="idempotency-key",
-        )
-    return key
-
-
-def _storable_text(text: str) -> bool:
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | None:
-    try:
-        tenant_id = definition.tenant_for(input)
-    except Exception as exc:
-        raise JobInputInvalid(
-            f"the tenant of job {definition.name!r} could not be decided from its input: "
-            f"{type(exc).__name__}: {exc}",
-            field="tenant",
-            rule="tenant-from-input",
-        ) from exc
-    if tenant_id is not None and (
-        len(tenant_id) > TENANT_MAX_LENGTH or not _storable_text(tenant_id)
-    ):
-        raise JobInputInvalid(
-            f"the tenant of job {definition.name!r} must be text of at most {TENANT_MAX_LENGTH} "
-            f"characters; got {tenant_id!r:.80}",
-            field="tenant",
-            rule="tenant-text",
-        )
-    return tenant_id
-
-
-def _on_conflict(options: EnqueueOptions) -> None:
-    if options.on_conflict not in ("dedupe", "error"):
-        raise JobOptionInvalid(
-            f"on_conflict must be 'dedupe' or 'error'; got {options.on_conflict!r}",
-            field="on_conflict",
-            rule="on-conflict",
-        )
-
-
-def check_input_signature(definition: JobDefinition, input: Mapping[str, Any]) -> None:
-    """Refuse input that does not bind to the body's keyword parameters."""
-    signature = definition.signature
-    if signature is None:
-        return
-    try:
-        signature.bind(None, **input)
-    except TypeError as exc:
-        raise JobInputInvalid(
-            f"input does not match {definition.location}{signature}: {exc}",
-            field="input",
-            rule="signature",
-        ) from None
-
-
-def _enqueued_by(options: EnqueueOptions) -> str | None:
-    value = options.enqueued_by
-    if value is not None and (not isinstance(value, str) or len(value) > 200):
-        raise JobOptionInvalid(
-            f"enqueued_by must be a string of at most 200 characters; got {value!r:.80}",
-            field="enqueued_by",
-            rule="enqueued-by",
-        )
-    return value
-
-
-def build_request(
-    definition: JobDefinition,
-    input: Mapping[str, Any],
-    options: EnqueueOptions,
-    *,
-    settings: Settings | None = None,
-    traceparent: str | _Ambient | None = AMBIENT,
-) -> EnqueueRequest:
-    """Validate one enqueue and answer the request a driver writes. Raises a subclass of
-    :class:`~ultimat3_jobs.errors.EnqueueRefused` naming the field and the rule.
-    ``traceparent`` defaults to :func:`request_traceparent` of ``options``."""
-    settings = settings or get_settings()
-    if not isinstance(input, Mapping):
-        raise JobInputInvalid(
-            f"input must be a mapping of keyword arguments; got {type(input).__name__}",
-            field="input",
-            rule="mapping",
-        )
-    queue = _queue(definition, options, settings)
-    priority = _priority(definition, options)
-    run_at, delay_seconds = _timing(options)
-    key = _idempotency_key(options)
-    _on_conflict(options)
-    enqueued_by = _enqueued_by(options)
-    check_input_signature(definition, input)
-    input_json = encode_json(
-        dict(input), max_depth=settings.input_max_depth, max_bytes=settings.input_max_bytes
-    )
-    tenant_id = _tenant(definition, input)
-    if isinstance(traceparent, _Ambient):
-        traceparent = request_traceparent(options, settings)
-    return EnqueueRequest(
-        id=new_job_id(),
-        name=definition.name,
-        queue=queue,
-        input_json=input_json,
-        priority=priority,
-        run_at=run_at,
-        delay_seconds=delay_seconds,
-        idempotency_key=key,
-        on_conflict=options.on_conflict,
-        max_attempts=definition.retry.max_attempts(),
-        lease_seconds=definition.lease_seconds,
-        tenant_id=tenant_id,
-        enqueued_by=enqueued_by,
-        traceparent=traceparent,
-    )
-
-
-def request_traceparent(options: EnqueueOptions, settings: Settings) -> str | None:
-    """The traceparent a job enqueued now carries: the caller's (refused when malformed),
-    else the enqueuing code's own (see :mod:`ultimat3_jobs.model.tracing`)."""
-    if options.traceparent is not None:
-        return explicit_traceparent(options.traceparent)
-    return ambient_traceparent(settings)
 
 
 def _route(driver: JobDriver, publish: str, settings: Settings) -> Route:
@@ -345,14 +118,13 @@ def enqueue_many(
         )
     settings = get_settings()
     traceparent = request_traceparent(options, settings)
+    shared: SharedRequest | None = None
     requests = []
     for index, input in enumerate(inputs):
         try:
-            requests.append(
-                build_request(
-                    definition, input, options, settings=settings, traceparent=traceparent
-                )
-            )
+            if shared is None:  # the options are checked once, at the first input
+                shared = shared_request(definition, options, settings, traceparent)
+            requests.append(shared.request(input))
         except JobInputInvalid as exc:
             field = f"inputs[{index}]" + (exc.field[len("input") :] if exc.field else "")
             raise type(exc)(f"inputs[{index}]: {exc.message}", field=field, rule=exc.rule) from None

@@ -45,8 +45,9 @@ class _Checks:
     """The argument checks both APIs make before a plan runs (nothing is written when one
     refuses)."""
 
-    _state: StepState | None
-    _used: set[str]
+    def __init__(self, state: StepState | None = None) -> None:
+        self._state = state
+        self._used: set[str] = set()
 
     def _direct(self, name: object) -> None:
         check_step_name(name, self._used)
@@ -62,10 +63,6 @@ class _Checks:
 
 class Steps(_Checks):
     """``ctx.step`` in a sync body."""
-
-    def __init__(self, state: StepState | None = None) -> None:
-        self._state = state
-        self._used: set[str] = set()
 
     def run(
         self,
@@ -159,10 +156,6 @@ class Steps(_Checks):
 
 class AsyncSteps(_Checks):
     """``ctx.step`` in an ``async def`` body: the same methods, awaited."""
-
-    def __init__(self, state: StepState | None = None) -> None:
-        self._state = state
-        self._used: set[str] = set()
 
     async def run(
         self,

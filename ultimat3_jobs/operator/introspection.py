@@ -47,7 +47,32 @@ def job_detail(
     record = driver.job_get(job_id=job_id)
     if record is None:
         raise JobNotFound(f"no job has id {job_id}")
-    return record_as_json(record, reveal=reveal)
+    shown = disclosure(record.name, reveal=reveal)
+    detail = record_as_json(record, shown=shown)
+    detail["steps"] = steps_as_json(driver, job_id, shown)
+    return detail
+
+
+def steps_as_json(driver: JobDriver, job_id: uuid.UUID, shown: Disclosure) -> list[dict[str, Any]]:
+    """A durable job's stored steps (one read), in the order they were first written, each
+    output and error as the viewer may see them (redacted like the job's input); a wait says
+    what it waits for (``event`` and ``key``, none for a sleep) and until when."""
+    return [
+        {
+            "name": step.name,
+            "seq": step.seq,
+            "kind": step.kind,
+            "status": step.status,
+            "output": shown.payload(step.output),
+            "error": None if step.error is None else shown.payload(step.error),
+            "event": step.event,
+            "key": step.key,
+            "wait_since": _iso(step.wait_since),
+            "wait_until": _iso(step.wait_until),
+            "updated_at": _iso(step.updated_at),
+        }
+        for step in driver.step_get_many(job_id=job_id)
+    ]
 
 
 def record_as_json(

@@ -23,9 +23,9 @@ from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.model.cron import idempotency_key
 from ultimat3_jobs.model.definitions import JobDefinition
-from ultimat3_jobs.model.enqueue import build_request
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.requests import build_request
 from ultimat3_jobs.models import Job
 from ultimat3_jobs.runtime.scheduler.scheduler import plan
 from ultimat3_jobs.testing.queries import JobRef, enqueued_jobs, job_name

@@ -14,6 +14,7 @@ from ultimat3_jobs.drivers.base import (
     check_claim_queues,
     log_lost_beats,
     log_unowned,
+    log_unsettled,
 )
 from ultimat3_jobs.drivers.memory.commit import hold_until_commit
 from ultimat3_jobs.drivers.memory.rows import (
@@ -26,6 +27,7 @@ from ultimat3_jobs.drivers.memory.rows import (
 )
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.types import (
+    SETTLE_ACTIONS,
     AckItem,
     AttemptError,
     ClaimedJob,
@@ -37,6 +39,7 @@ from ultimat3_jobs.types import (
     JobState,
     NackAction,
     RescuedJob,
+    SettleItem,
 )
 
 LEASE_EXPIRED_ENTRY = {
@@ -64,16 +67,52 @@ class JobStatements(MemoryState):
                 row = self._owned(item.job_id, item.claim_token)
                 if row is None:
                     continue
-                self._move(row, JobState.COMPLETED)
-                row.result_json = item.result_json
-                row.progress_json = item.progress_json or row.progress_json
-                row.finished_at = now
-                row.lease_expires_at = None
-                self._count(row.name, now, "completed")
+                self._complete(row, item.result_json, item.progress_json, now)
                 landed.add(row.id)
         for item in items:
             if item.job_id not in landed:
                 log_unowned("ack", item.job_id, item.claim_token)
+        return landed
+
+    def _complete(
+        self, row: _Row, result_json: str, progress_json: str | None, now: datetime
+    ) -> None:
+        self._move(row, JobState.COMPLETED)
+        row.result_json = result_json
+        row.progress_json = progress_json or row.progress_json
+        row.finished_at = now
+        row.lease_expires_at = None
+        self._count(row.name, now, "completed")
+
+    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+        entries: list[dict[str, Any] | None] = []
+        for item in items:
+            if item.action not in SETTLE_ACTIONS:
+                raise ValueError(f"a settle action is one of {SETTLE_ACTIONS}; got {item.action!r}")
+            if item.action == "complete":
+                _check_json(item.result_json, "result")
+            if item.action != "drop":
+                _check_json(item.progress_json or "null", "progress")
+            nacked = item.error is not None and item.action in ("retry", "fail")
+            entries.append(_normalized(item.error.as_json()) if nacked and item.error else None)
+        landed: set[uuid.UUID] = set()
+        with self._lock:
+            now = self.now()
+            for item, entry in zip(items, entries, strict=True):
+                row = self._owned(item.job_id, item.claim_token)
+                if row is None:
+                    continue
+                if item.action == "complete":
+                    self._complete(row, item.result_json, item.progress_json, now)
+                else:
+                    if item.action != "drop":
+                        row.progress_json = item.progress_json or row.progress_json
+                    action: NackAction = item.action
+                    self._settle_nack(
+                        row, action, item.delay_seconds, entry, item.counts_as_attempt
+                    )
+                landed.add(row.id)
+        log_unsettled(items, landed)
         return landed
 
     def job_claim(

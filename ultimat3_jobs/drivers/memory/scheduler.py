@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from ultimat3_jobs.drivers.memory.state import MemoryState
-from ultimat3_jobs.types import EnqueueRequest, EnqueueResult, FireResult, Leadership, TaskState
+from ultimat3_jobs.types import CronState, EnqueueRequest, EnqueueResult, FireResult, Leadership
 
 
 class SchedulerStatements(MemoryState):
@@ -63,7 +63,7 @@ class SchedulerStatements(MemoryState):
                 due_now = replace(request, run_at=now, delay_seconds=None)
                 result = self._enqueue(due_now, now)
                 job_id = result.id if result.created else None
-            self._tasks[task] = TaskState(
+            self._tasks[task] = CronState(
                 name=task,
                 watermark=occurrence,
                 last_fire_at=occurrence if dispatch else state.last_fire_at,
@@ -73,11 +73,11 @@ class SchedulerStatements(MemoryState):
             self._wake([request], [EnqueueResult(job_id, "created")])
         return FireResult(moved=True, job_id=job_id)
 
-    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+    def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
         with self._lock:
             now = self.now()
             for name in names:
                 self._tasks.setdefault(
-                    name, TaskState(name=name, watermark=now, last_fire_at=None, last_job_id=None)
+                    name, CronState(name=name, watermark=now, last_fire_at=None, last_job_id=None)
                 )
             return {name: self._tasks[name] for name in names}

@@ -32,11 +32,11 @@ from ultimat3_jobs.types import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     ClaimedJob,
+    CronState,
     EnqueueRequest,
     EnqueueResult,
     JobState,
     Pause,
-    TaskState,
     WorkerRecord,
 )
 
@@ -64,7 +64,7 @@ class MemoryState(ClaimHeaps):
         self._pause_seq = 0
         self._counters: dict[CounterKey, dict[str, int]] = {}
         self._workers: dict[str, WorkerRecord] = {}
-        self._tasks: dict[str, TaskState] = {}
+        self._tasks: dict[str, CronState] = {}
         self._leaders: dict[str, tuple[str, int, datetime]] = {}
         self._wakes: list[MemoryWake] = []
         # x_job_leases: (key, slot) -> row; a job's concurrency slots by job id (leases.py).

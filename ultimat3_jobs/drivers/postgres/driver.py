@@ -27,15 +27,18 @@ from ultimat3_jobs.drivers.base import (
     check_claim_queues,
     log_lost_beats,
     log_unowned,
+    log_unsettled,
 )
 from ultimat3_jobs.drivers.postgres.leases import LeaseStatements
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.operating import OperatorMethods
 from ultimat3_jobs.drivers.postgres.params import (
     WAKE_CHANNEL,
+    ack_params,
     batch_params,
     due_now,
     enqueue_params,
+    settle_params,
 )
 from ultimat3_jobs.drivers.postgres.registry import WorkerMethods
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
@@ -65,6 +68,7 @@ from ultimat3_jobs.types import (
     Heartbeat,
     NackAction,
     RescuedJob,
+    SettleItem,
     cancel_entry,
 )
 
@@ -100,16 +104,7 @@ class PostgresDriver(
     def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
         if not items:
             return set()
-        result = fetch(
-            self._jobs,
-            "job_ack_many",
-            {
-                "ids": [item.job_id for item in items],
-                "tokens": [item.claim_token for item in items],
-                "results": [item.result_json for item in items],
-                "progress": [item.progress_json for item in items],
-            },
-        )
+        result = fetch(self._jobs, "job_ack_many", ack_params(items))
         landed = job_rows.ids(result)
         for item in items:
             if item.job_id not in landed:
@@ -264,6 +259,18 @@ class PostgresDriver(
         landed = bool(self._jobs.run(statement[action], params))
         if not landed:
             log_unowned(f"nack ({action})", job_id, claim_token)
+        return landed
+
+    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+        if not items:
+            return set()
+        if all(item.action == "complete" for item in items):
+            # The common flush (only acks): the ack statement plans in a fraction of the time.
+            result = fetch(self._jobs, "job_ack_many", ack_params(items))
+        else:
+            result = fetch(self._jobs, "job_settle_many", settle_params(items))
+        landed = job_rows.ids(result)
+        log_unsettled(items, landed)
         return landed
 
     def job_progress(

@@ -3,10 +3,11 @@ and the outbox."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from ultimat3_jobs.types import EnqueueRequest
+from ultimat3_jobs.types import SETTLE_ACTIONS, AckItem, EnqueueRequest, SettleItem
 
 WAKE_CHANNEL = "ultimat3_jobs"
 
@@ -51,3 +52,35 @@ def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, list[Any]]:
 
 def due_now(request: EnqueueRequest) -> bool:
     return request.run_at is None and not request.delay_seconds
+
+
+def settle_params(items: Sequence[SettleItem]) -> dict[str, list[Any]]:
+    """A batch of endings as one array parameter per column of ``job_settle_many``."""
+    for item in items:
+        if item.action not in SETTLE_ACTIONS:
+            raise ValueError(f"a settle action is one of {SETTLE_ACTIONS}; got {item.action!r}")
+    return {
+        "ids": [i.job_id for i in items],
+        "tokens": [i.claim_token for i in items],
+        "actions": [i.action for i in items],
+        "results": [i.result_json for i in items],
+        "progress": [None if i.action == "drop" else i.progress_json for i in items],
+        "errors": [
+            None
+            if i.error is None or i.action in ("complete", "drop")
+            else json.dumps(i.error.as_json())
+            for i in items
+        ],
+        "delays": [max(0.0, float(i.delay_seconds)) for i in items],
+        "counts": [bool(i.counts_as_attempt) for i in items],
+    }
+
+
+def ack_params(items: Sequence[AckItem] | Sequence[SettleItem]) -> dict[str, list[Any]]:
+    """Completed attempts as the array parameters of ``job_ack_many``."""
+    return {
+        "ids": [item.job_id for item in items],
+        "tokens": [item.claim_token for item in items],
+        "results": [item.result_json for item in items],
+        "progress": [item.progress_json for item in items],
+    }

@@ -11,7 +11,7 @@ from ultimat3_jobs.drivers.postgres.rows import scheduler as scheduler_rows
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.models import RawStatementManager
-from ultimat3_jobs.types import EnqueueRequest, FireResult, Leadership, TaskState
+from ultimat3_jobs.types import CronState, EnqueueRequest, FireResult, Leadership
 
 
 @speaks_seam_errors
@@ -54,8 +54,8 @@ class SchedulerMethods:
         )
         return scheduler_rows.fire_result(fetch(self._tasks, "scheduler_fire", params))
 
-    def scheduler_task_sync(self, *, names: Sequence[str]) -> dict[str, TaskState]:
+    def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
         if not names:
             return {}
         params = {"names": list(dict.fromkeys(names))}
-        return scheduler_rows.task_states(fetch(self._tasks, "scheduler_task_sync", params))
+        return scheduler_rows.task_states(fetch(self._tasks, "scheduler_cron_sync", params))

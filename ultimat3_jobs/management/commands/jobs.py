@@ -1,7 +1,9 @@
 """``manage.py jobs``: the operator CLI.
 
-``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron``. Every verb acts through
-:mod:`ultimat3_jobs.operator` on the configured driver, as the admin does; every read takes
+``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron|send-event|webhooks|
+consumers``.
+Every verb acts through :mod:`ultimat3_jobs.operator` on the configured driver, as the admin does
+(``send-event`` through :func:`~ultimat3_jobs.send_event`, as a job would); every read takes
 ``--json`` for machines. A refusal prints its ``X_*`` code and message and exits with status 1.
 The verbs' arguments are in :mod:`~ultimat3_jobs.management.jobs_arguments`, the reads in
 :mod:`~ultimat3_jobs.management.jobs_reads`; the verbs that change jobs are here.
@@ -10,6 +12,7 @@ The verbs' arguments are in :mod:`~ultimat3_jobs.management.jobs_arguments`, the
 from __future__ import annotations
 
 import getpass
+import json
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -20,7 +23,10 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import JobsError
 from ultimat3_jobs.management.jobs_arguments import add_verbs
+from ultimat3_jobs.management.jobs_consumers import ConsumerVerbs
 from ultimat3_jobs.management.jobs_reads import ReadVerbs
+from ultimat3_jobs.management.jobs_webhooks import WebhookVerbs
+from ultimat3_jobs.model.events import send_event
 from ultimat3_jobs.operator import verbs
 from ultimat3_jobs.types import BulkResult, PauseScope
 
@@ -43,7 +49,7 @@ JOB_VERBS: dict[str, tuple[OneJobVerb, ManyJobsVerb, str]] = {
 }
 
 
-class Command(ReadVerbs, BaseCommand):
+class Command(ReadVerbs, WebhookVerbs, ConsumerVerbs, BaseCommand):
     help = (
         "Operate ultimat3-jobs: list and show jobs; cancel, requeue, promote or remove them; "
         "pause and resume queues, job names and cron jobs; read queue stats and cron jobs."
@@ -69,6 +75,12 @@ class Command(ReadVerbs, BaseCommand):
                 self._pause(verb, options)
             elif verb == "stats":
                 self._stats(as_json=options["json"])
+            elif verb == "send-event":
+                self._send_event(options)
+            elif verb == "webhooks":
+                self._webhooks(options)
+            elif verb == "consumers":
+                self._consumers(options)
         except JobsError as exc:
             raise CommandError(str(exc)) from exc
 
@@ -102,6 +114,19 @@ class Command(ReadVerbs, BaseCommand):
             return
         result = many(driver, job_ids)
         self.stdout.write(f"moved {result.moved}, remaining {result.remaining}")
+
+    def _send_event(self, options: dict[str, Any]) -> None:
+        try:
+            payload = json.loads(options["payload"])
+        except ValueError as exc:
+            raise CommandError(f"--payload must be JSON: {exc}") from None
+        ttl = options["ttl"]
+        ended = (
+            send_event(options["event"], key=options["key"], payload=payload)
+            if ttl is None
+            else send_event(options["event"], key=options["key"], payload=payload, ttl=ttl)
+        )
+        self.stdout.write(f"event {options['event']} sent; it ended {ended} wait(s)")
 
     def _pause(self, verb: str, options: dict[str, Any]) -> None:
         scope: PauseScope

@@ -27,17 +27,21 @@ def close_thread_connections() -> None:
         logger.debug("closing a thread's connections failed", exc_info=True)
 
 
+Done = Callable[[Any, BaseException | None], None]
+"""Called on the pool's thread with a callable's result (or ``None``) and its exception (or
+``None``), after the thread counts as idle again."""
+
+
 class BodyPool:
-    """``size`` threads taking callables from one queue; ``submit`` answers a Future.
+    """``size`` threads taking callables from one queue; ``submit`` answers a Future, ``call``
+    hands the ending to a callback (no Future: the worker's per-job path).
 
     ``idle()`` counts the threads that could start a callable submitted now: a thread busy
     with a callable that never returns (a body abandoned past its timeout) is not one of them.
     """
 
     def __init__(self, size: int, *, name: str) -> None:
-        self._tasks: queue.SimpleQueue[
-            tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None
-        ]
+        self._tasks: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Done] | None]
         self._tasks = queue.SimpleQueue()
         self.size = size
         self._busy = 0
@@ -51,10 +55,28 @@ class BodyPool:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
+
+        def run() -> Any:
+            if not future.set_running_or_notify_cancel():
+                return None
+            return fn(*args)
+
+        def done(result: Any, exc: BaseException | None) -> None:
+            if future.cancelled():
+                return
+            if exc is None:
+                future.set_result(result)
+            else:
+                future.set_exception(exc)
+
+        self.call(run, done=done)
+        return future
+
+    def call(self, fn: Callable[..., Any], *args: Any, done: Done) -> None:
+        """Run ``fn(*args)`` on a pool thread, then ``done(result, exception)`` there."""
         with self._busy_lock:
             self._busy += 1
-        self._tasks.put((future, fn, args))
-        return future
+        self._tasks.put((fn, args, done))
 
     def idle(self) -> int:
         """Threads not running or about to run a submitted callable."""
@@ -80,19 +102,17 @@ class BodyPool:
                 task = self._tasks.get()
                 if task is None:
                     return
-                future, fn, args = task
-                if not future.set_running_or_notify_cancel():
-                    self._not_busy()
-                    continue
-                # The thread counts as idle again before the Future's callbacks run, so that a
-                # callback asking how many threads are idle sees this one.
+                fn, args, done = task
+                # The thread counts as idle again before ``done`` runs, so that a callback
+                # asking how many threads are idle sees this one.
                 try:
-                    result = fn(*args)
+                    result, error = fn(*args), None
                 except BaseException as exc:
-                    self._not_busy()
-                    future.set_exception(exc)
-                else:
-                    self._not_busy()
-                    future.set_result(result)
+                    result, error = None, exc
+                self._not_busy()
+                try:
+                    done(result, error)
+                except Exception:
+                    logger.exception("a pool callback raised")
         finally:
             close_thread_connections()

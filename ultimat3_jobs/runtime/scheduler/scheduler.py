@@ -21,14 +21,14 @@ from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.cron import Schedule, idempotency_key
 from ultimat3_jobs.model.definitions import JobDefinition
-from ultimat3_jobs.model.enqueue import build_request
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
+from ultimat3_jobs.model.requests import build_request
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 from ultimat3_jobs.runtime.common.pool import close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
-from ultimat3_jobs.types import TaskState
+from ultimat3_jobs.types import CronState
 
 logger = logging.getLogger("ultimat3_jobs.scheduler")
 
@@ -191,13 +191,13 @@ class Scheduler:
         self.leading.clear()
 
     def _sync(self, tasks: list[JobDefinition]) -> None:
-        states = self.driver.scheduler_task_sync(names=[d.name for d in tasks])
+        states = self.driver.scheduler_cron_sync(names=[d.name for d in tasks])
         self._known = {}
         for definition in tasks:
             assert definition.schedule is not None
             self._remember(definition, definition.schedule, states[definition.name])
 
-    def _remember(self, definition: JobDefinition, schedule: Schedule, state: TaskState) -> None:
+    def _remember(self, definition: JobDefinition, schedule: Schedule, state: CronState) -> None:
         self._known[definition.name] = _Known(
             definition=definition,
             schedule=schedule,

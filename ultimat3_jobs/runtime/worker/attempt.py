@@ -43,7 +43,8 @@ class Attempt:
     decides whether it may run): from then on maintenance no longer marks it pending."""
     pending_marked: bool = False
     """Maintenance is recording (or has recorded) that the body waits to start."""
-    pending_written: threading.Event = field(default_factory=threading.Event)
+    pending_written: threading.Event | None = None
+    """Set once that record is written; made by :meth:`mark_pending` (the rare path only)."""
     began_at: float | None = None
     """When the body started (``time.monotonic()``); None while it has not."""
     _settle_taken: bool = False
@@ -82,6 +83,7 @@ class Attempt:
             if self.body_started or self.pending_marked:
                 return False
             self.pending_marked = True
+            self.pending_written = threading.Event()
             return True
 
     def begin_body(self) -> bool:

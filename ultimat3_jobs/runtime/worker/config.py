@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ultimat3_jobs.conf import ProcessLimits, Settings, get_settings
+from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.records import ProcessLimits
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 
 

@@ -13,7 +13,7 @@ from django.db import close_old_connections
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobInputInvalid, JobUnknown
 from ultimat3_jobs.model.context import install_job, install_tenant, uninstall_job, uninstall_tenant
-from ultimat3_jobs.model.enqueue import check_input_signature
+from ultimat3_jobs.model.requests import check_input_signature
 from ultimat3_jobs.model.steps import StepSuspended
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
@@ -114,14 +114,13 @@ def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
 
 def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     """Run a sync body on the calling (pool) thread, with the job's tenant installed and the
-    database connections handled as Django handles them around a request."""
+    thread's database connections checked after it, as Django checks them after a request."""
     if not attempt.begin():
         return not_begun(attempt, worker_id=worker_id)
     refused = prepare(attempt)
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
-    close_old_connections()
     token = install_tenant(attempt.job.tenant_id)
     running = install_job(attempt.ctx)
     try:
@@ -138,6 +137,10 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     finally:
         uninstall_job(running)
         uninstall_tenant(token)
+        # Once per attempt, after the body, as Django does after a request: a connection the
+        # body left broken, in a transaction or past its age is closed before this thread runs
+        # anything else, so the next body on it starts with a sound one (a connection that
+        # only aged while the thread was idle is closed after that next body).
         close_old_connections()
     return finish(attempt, result, worker_id=worker_id)
 

@@ -19,14 +19,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ultimat3_jobs.conf import ProcessLimits
+from ultimat3_jobs.records import ProcessLimits
 from ultimat3_jobs.runtime.worker.attempt import Attempt
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimPlan:
     """What the next claim may take: up to ``limit`` jobs from ``queues``. ``retry_in``: when
-    the limiter held the claim back for a time (the rate), the seconds until it may take one."""
+    the rate binds, the seconds until it lets one more job be claimed than this claim spends
+    (the loop looks again then, slots free or not); ``None`` otherwise."""
 
     limit: int
     queues: tuple[str, ...]
@@ -79,9 +80,10 @@ class ProcessLimiter:
             limit = min(limit, limits.per_tenant - busiest)
         retry_in = None
         if limits.rate is not None:
-            whole = math.floor(self._refill())
-            if whole < 1 and limit > 0:
-                retry_in = self.retry_in()
+            tokens = self._refill()
+            whole = math.floor(tokens)
+            if whole <= limit and limits.rate > 0:  # the rate binds: look again at the next token
+                retry_in = (whole + 1 - tokens) / limits.rate
             limit = min(limit, whole)
         return ClaimPlan(limit=max(0, limit), queues=chosen, retry_in=retry_in)
 
@@ -91,15 +93,6 @@ class ProcessLimiter:
             return
         with self._lock:
             self._tokens = max(0.0, self._tokens - count)
-
-    def retry_in(self) -> float | None:
-        """Seconds until the rate lets the next claim take a job (0 when it may now); ``None``
-        without a rate, or with a rate of 0 (a hard stop: only a stop wakes the loop)."""
-        rate = self.limits.rate
-        if not rate:
-            return None
-        tokens = self._refill()
-        return 0.0 if tokens >= 1 else (1.0 - tokens) / rate
 
     def _refill(self) -> float:
         rate = float(self.limits.rate or 0.0)

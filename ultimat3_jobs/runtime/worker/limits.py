@@ -28,7 +28,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseGrant, LeaseHolder
 from ultimat3_jobs.errors import ConcurrencyKeyInvalid, ConcurrencyUnenforceable
@@ -36,10 +36,13 @@ from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
+from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.runtime.common.pool import BodyPool
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.worker.attempt import Attempt
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
+from ultimat3_jobs.runtime.worker.limiter import ProcessLimiter
 from ultimat3_jobs.runtime.worker.settle import run_settled_hook
 from ultimat3_jobs.types import AttemptError, ClaimedJob
 
@@ -258,6 +261,65 @@ class LeaseGate:
             traceparent=job.traceparent,
         )
         self._hooks.submit(run_settled_hook, definition.on_settled, ctx, ending)
+
+
+class WorkerLimits:
+    """Every limit the worker keeps, behind the loop's few hooks: refused at start when a
+    declared limit cannot be enforced (:func:`unenforceable`); the per-process limiter before
+    each claim (``limiter.py``); the lease gate after it. A claimed job that goes back to wait
+    for its key, due in ``delay`` s, calls ``on_retry(delay)`` and sets the loop's wake-up
+    (:meth:`wakes`): its slot is free again."""
+
+    def __init__(
+        self,
+        driver: JobDriver,
+        registry: Registry,
+        config: WorkerConfig,
+        hooks: BodyPool,
+        on_retry: Callable[[float], None],
+    ) -> None:
+        refused = unenforceable(driver, registry.definitions())
+        if refused is not None:
+            raise refused
+        self._registry = registry
+        self._on_retry = on_retry
+        self._wake: threading.Event | None = None
+        self.limiter = ProcessLimiter(config.limits)
+        self.gate = LeaseGate(
+            driver=driver, worker_id=config.worker_id, hooks=hooks, on_shed=self._shed
+        )
+
+    def wakes(self, signal: threading.Event) -> None:
+        """The loop's wake-up, which a shed sets."""
+        self._wake = signal
+
+    def plan(
+        self, queues: tuple[str, ...], want: int, running: Callable[[], Sequence[Attempt]]
+    ) -> tuple[int, tuple[str, ...], float | None]:
+        """How many to claim from which queues, and how long the loop waits after a full claim
+        (``None``: until a slot frees)."""
+        if not self.limiter.active or want <= 0:
+            return want, queues, None
+        plan = self.limiter.plan(queues, want, running())
+        return plan.limit, plan.queues, plan.retry_in
+
+    def admit(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
+        """The claimed jobs whose runs may start (spending the limiter's rate); the others were
+        shed, refused or failed here."""
+        self.limiter.took(len(jobs))
+        return [job for job in jobs if self.gate.admit(job, self._definition(job))]
+
+    def done(self, attempt: Attempt) -> None:
+        self.gate.done(attempt)
+
+    def _definition(self, job: ClaimedJob) -> JobDefinition | None:
+        handle = self._registry.find(job.name)
+        return handle.definition if handle is not None else None
+
+    def _shed(self, delay: float) -> None:
+        self._on_retry(delay)
+        if self._wake is not None:
+            self._wake.set()
 
 
 def _busy_message(key: str, holders: list[LeaseHolder]) -> str:

@@ -1,24 +1,25 @@
 """``Worker``: the claim loop of one process.
 
-One thread claims: as many rows as there are free slots, in one statement, over every queue.
-Sync bodies run on a thread pool, ``async def`` bodies on one event loop thread; the settler
-batches their endings and the maintenance thread keeps their leases. When a claim finds fewer
-jobs than free slots the loop backs off (floor, doubling, ceiling); a wake, a freed slot after a
-full claim, or a stop cuts the wait short.
+One thread claims, in one statement over every queue, as many rows as there are free slots
+plus, once bodies have proved short, the next batch (claim-ahead, ``ahead.py``): a slot that
+frees starts the next claimed attempt on its own thread. Bodies run in ``bodies.py`` (sync on a
+thread pool, ``async def`` on one event loop thread); the settler batches their endings and the
+maintenance thread keeps their leases, those claimed ahead included. When a claim finds fewer
+jobs than it asked for the loop backs off (floor, doubling, ceiling); a wake, a freed slot, or
+a stop cuts the wait short.
 
-Shutdown has two phases. The first (SIGTERM/SIGINT, ``request_stop()``) stops claiming and lets
-running attempts finish within the grace period; what still runs after it is released back to
-``queued`` at once, not after its lease. A second request skips the wait.
+Shutdown has two phases. The first (SIGTERM/SIGINT, ``request_stop()``) stops claiming, gives
+back at once what was claimed ahead, and lets running attempts finish within the grace period;
+what still runs after it is released back to ``queued`` at once, not after its lease. A second
+request skips the wait.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 import uuid
-from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
@@ -32,14 +33,16 @@ from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.steps.attempt import bind_steps
 from ultimat3_jobs.runtime.steps.writer import close_writer
+from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
-from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure, run_async, run_sync
+from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
 from ultimat3_jobs.runtime.worker.held import HeldThreads
-from ultimat3_jobs.runtime.worker.limiter import ProcessLimiter
-from ultimat3_jobs.runtime.worker.limits import LeaseGate, unenforceable
+from ultimat3_jobs.runtime.worker.limits import WorkerLimits
 from ultimat3_jobs.runtime.worker.maintenance import Maintenance
 from ultimat3_jobs.runtime.worker.recycle import Recycle
+from ultimat3_jobs.runtime.worker.release import release
 from ultimat3_jobs.runtime.worker.settle import Settler, run_settled_hook
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import ClaimedJob, RescuedJob
@@ -49,7 +52,6 @@ logger = logging.getLogger("ultimat3_jobs.worker")
 EXIT_OK = 0
 EXIT_FORCED = 1
 STORE_RETRY_CEILING_SECONDS = 5.0
-PENDING_WRITE_WAIT_SECONDS = 5.0
 
 
 class Worker:
@@ -69,9 +71,6 @@ class Worker:
         self.driver = driver
         self.config = config
         self.registry = registry or default_registry
-        refused = unenforceable(driver, self.registry.definitions())  # hook: limits
-        if refused is not None:
-            raise refused
         self.started = threading.Event()
         self.idle = threading.Event()
         self.claimed = threading.Event()
@@ -87,17 +86,14 @@ class Worker:
         self._force = False
         self._wake_live = False
         self._wake: WakeSubscription | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: threading.Thread | None = None
         self._recycle = Recycle(config)
+        self._ahead = ClaimAhead(config.concurrency)
         self._backoff = IdleBackoff(
             floor=config.poll_floor,
             ceiling=config.poll_ceiling,
             ceiling_with_wake=config.poll_ceiling_wake,
         )
-        # Spare threads beside the slots for bodies abandoned past their timeout, which keep a
-        # thread until they return; past the spares, slots go unused (see HeldThreads).
-        self._pool = BodyPool(config.concurrency * 2, name="jobs-body")
+        self._bodies = Bodies(driver=driver, config=config, on_end=self._finished)
         self.held = HeldThreads(
             concurrency=config.concurrency,
             spare=config.concurrency,
@@ -111,14 +107,9 @@ class Worker:
             hooks=self._hooks,
             on_retry=self._retry_written,
         )
-        self._limiter = ProcessLimiter(config.limits)  # hook: limits — read before the claim
-        # hook: limits — the leases a claimed run holds before its body starts
-        self._gate = LeaseGate(
-            driver=driver,
-            worker_id=config.worker_id,
-            hooks=self._hooks,
-            on_shed=self._retry_written,
-        )
+        # hook: limits — refused at start when unenforceable; then before and after each claim
+        self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
+        self._limits.wakes(self._signal)
         self._maintenance = Maintenance(
             driver=driver,
             config=config,
@@ -177,18 +168,16 @@ class Worker:
             while self._accepting:
                 # Cleared before looking, so a signal that arrives while we look is kept.
                 self._signal.clear()
-                free = self._free_slots()
-                wait: float | None = None
-                queues = self.config.queues
-                if self._limiter.active and free > 0:  # hook: limits — the per-process limiter
-                    plan = self._limiter.plan(queues, free, self.running_attempts())
-                    free, queues, wait = plan.limit, plan.queues, plan.retry_in
-                if free > 0:
+                self._start_waiting()
+                want, queues, wait = self._limits.plan(  # hook: limits (the per-process limiter)
+                    self.config.queues, self._claim_size(), self.running_attempts
+                )
+                if want > 0:
                     looked_at = time.monotonic()
                     try:
                         jobs = self.driver.job_claim(
                             queues=queues,
-                            limit=free,
+                            limit=want,
                             worker_id=self.config.worker_id,
                             lease_seconds=self.config.lease_seconds,
                         )
@@ -200,25 +189,18 @@ class Worker:
                         self._signal.wait(store_wait)
                         continue
                     self.claim_count += 1
-                    self._limiter.took(len(jobs))  # hook: limits
-                    admitted = 0
-                    for job in jobs:
-                        if self._admitted(job):  # hook: limits
-                            self._start(job)
-                            admitted += 1
+                    for job in self._limits.admit(jobs):  # hook: limits (the lease gate)
+                        self._ahead.add(self._track(job))
+                    self._start_waiting()
                     if jobs:
                         self.claimed.set()
                         self._backoff.reset()
-                    if len(jobs) < free:
+                    if len(jobs) < want:
                         if self.config.burst and not jobs and not self._running:
                             self.exit_reason = "burst: nothing is due"
                             break
                         self.idle.set()
                         wait = self._backoff.next(wake_live=self.wake_live, looked_at=looked_at)
-                    elif admitted < free:
-                        wait = 0.0  # hook: limits — shed runs left slots free: look again now
-                    elif wait is None:
-                        wait = self._limiter.retry_in()  # hook: limits — the rate's next token
                 recycle = self._recycle.reason(settled=self.settled_count)
                 if recycle is not None:
                     self.request_stop(reason=recycle)
@@ -229,11 +211,9 @@ class Worker:
             code = self._shutdown()
         return code
 
-    def _admitted(self, job: ClaimedJob) -> bool:
-        handle = self.registry.find(job.name)
-        return self._gate.admit(job, handle.definition if handle is not None else None)
-
-    def _start(self, job: ClaimedJob) -> None:
+    def _track(self, job: ClaimedJob) -> Attempt:
+        """A claimed job as an attempt the worker holds (its lease renewed from now on), not
+        started yet: it waits in the claim-ahead queue for a slot."""
         handle = self.registry.find(job.name)
         definition = handle.definition if handle is not None else None
         ctx = JobContext(
@@ -245,61 +225,53 @@ class Worker:
             tenant_id=job.tenant_id,
             traceparent=job.traceparent,
         )
-        attempt = Attempt(job=job, definition=definition, ctx=ctx)
-        ctx._on_progress = lambda value, a=attempt: self._progress(a, value)
+        attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False)
+        ctx._on_progress = partial(self._progress, attempt)
         is_async = definition is not None and definition.is_async  # hook: durable steps
         bind_steps(ctx, driver=self.driver, claim_token=job.claim_token, is_async=is_async)
-        if definition is not None and definition.timeout_seconds is not None:
-            attempt.deadline = attempt.started + definition.timeout_seconds
         with self._lock:
             self._running[job.id] = attempt
-            self._slots_used += 1
-        if attempt.deadline is not None:
+        return attempt
+
+    def _claim_size(self) -> int:
+        """How many jobs to claim now: the free slots plus what claim-ahead wants (see
+        ``ahead.py``); none once two batches' worth of attempts wait for their ack (the settler
+        is behind)."""
+        free = self._free_slots()
+        with self._lock:
+            if len(self._running) - len(self._ahead) >= self._ahead.settle_backlog:
+                return 0
+        return self._ahead.wanted(free)
+
+    def _start_waiting(self) -> None:
+        """Start attempts claimed ahead in the free slots; called by the loop after a claim
+        and by a body's thread as it frees its slot (so the next body starts without waiting
+        for the loop)."""
+        while self._accepting and self._free_slots() > 0:
+            attempt = self._ahead.take()
+            if attempt is None:
+                return
+            with self._lock:
+                if self._slots_used >= self.config.concurrency:
+                    self._ahead.put_back(attempt)
+                    return
+                self._slots_used += 1
+                attempt.holds_slot = True
+            self._start(attempt)
+
+    def _start(self, attempt: Attempt) -> None:
+        definition = attempt.definition
+        if definition is not None and definition.timeout_seconds is not None:
+            attempt.deadline = time.monotonic() + definition.timeout_seconds
             self._maintenance.kick()
-        if definition is not None and definition.is_async:
-            loop = self._event_loop()
-            future = asyncio.run_coroutine_threadsafe(self._run_async(attempt), loop)
-            future.add_done_callback(partial(self._finished, attempt))
-        else:
-            pooled = self._pool.submit(self._run_sync, attempt)
-            pooled.add_done_callback(partial(self._finished, attempt))
-
-    def _run_sync(self, attempt: Attempt) -> Outcome:
-        if attempt.begin_body():
-            self._clear_pending(attempt)
-        return run_sync(attempt, self.config.worker_id)
-
-    async def _run_async(self, attempt: Attempt) -> Outcome:
-        if attempt.begin_body():
-            await asyncio.to_thread(self._clear_pending, attempt, close=True)
-        return await run_async(attempt, worker_id=self.config.worker_id)
-
-    def _clear_pending(self, attempt: Attempt, *, close: bool = False) -> None:
-        """A body recorded as waiting starts: clear the record first (one statement, only on
-        this rare path), so that a body that kills its process still counts. ``close``: the
-        calling thread is a loop's helper thread, which must not keep a connection open."""
-        attempt.pending_written.wait(PENDING_WRITE_WAIT_SECONDS)
-        try:
-            self.driver.job_mark_pending_many(
-                attempts=[(attempt.job.id, attempt.job.claim_token)], pending=False
-            )
-        except STORE_ERRORS as exc:
-            logger.warning("jobs.worker.pending_clear_failed: %s %s", attempt.job.id, exc)
-            self.driver.reset_connection()
-        finally:
-            if close:
-                close_thread_connections()
+        self._bodies.start(attempt)
 
     def _free_slots(self) -> int:
-        """Slots whose body is not running and that a thread can run a body in now. Attempts
-        waiting for their ack do not hold one, but once twice the slots' worth wait (the
-        settler is behind), nothing more is claimed. Nothing is claimed that would wait for a
-        thread with its lease running (threads held by abandoned bodies run none)."""
+        """Slots whose body is not running and that a thread can run a body in now (attempts
+        waiting for their ack do not hold one; threads held by abandoned bodies run none)."""
         with self._lock:
-            if len(self._running) >= 2 * self.config.concurrency:
-                return 0
             free = self.config.concurrency - self._slots_used
-        return max(0, min(free, self._pool.idle()))
+        return max(0, min(free, self._bodies.pool.idle()))
 
     def _release_slot(self, attempt: Attempt) -> None:
         with self._lock:
@@ -309,24 +281,26 @@ class Worker:
             self._slots_used -= 1
         self._signal.set()
 
-    def _finished(self, attempt: Attempt, future: Future[Outcome]) -> None:
-        try:
-            outcome = future.result()
-        except BaseException as exc:
-            outcome = failure(attempt, exc, worker_id=self.config.worker_id)
+    def _finished(
+        self, attempt: Attempt, outcome: Outcome | None, error: BaseException | None
+    ) -> None:
+        if error is not None:
+            outcome = failure(attempt, error, worker_id=self.config.worker_id)
+        assert outcome is not None
+        if attempt.began_at is not None:
+            self._ahead.body_took(time.monotonic() - attempt.began_at)
         self.held.returned(attempt)
         if not attempt.holds_slot:
             self._signal.set()  # its thread is free again, though it held no slot any more
         self._release_slot(attempt)
-        if not attempt.take_settle():
-            return  # settled on its behalf already (timed out past grace, released)
-        if attempt.lost:
-            outcome = Outcome(attempt, "lost")
-        self._settler.put(outcome)
+        # Not taken: settled on its behalf already (timed out past grace, released).
+        if attempt.take_settle():
+            self._settler.put(Outcome(attempt, "lost") if attempt.lost else outcome)
+        self._start_waiting()
 
     def _done(self, attempt: Attempt, how: str) -> None:
         """The settler wrote (or skipped) this attempt's ending: forget it."""
-        self._gate.done(attempt)  # hook: limits — a run that never started abandons its slots
+        self._limits.done(attempt)  # hook: limits — a run that never started abandons its slots
         self._release_slot(attempt)
         with self._lock:
             self._running.pop(attempt.job.id, None)
@@ -382,23 +356,17 @@ class Worker:
             self._backoff.reset()
             self._signal.set()
 
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="jobs-async", daemon=True)
-            thread.start()
-            self._loop, self._loop_thread = loop, thread
-        return self._loop
-
     # -- shutdown -------------------------------------------------------------------------------
 
     def _shutdown(self) -> int:
         self._accepting = False
+        # Attempts claimed ahead never started: they go back at once, not after the grace.
+        released = self._release(self._ahead.drain())
         deadline = time.monotonic() + self.config.shutdown_grace
         while self._running and not self._force and time.monotonic() < deadline:
             self._signal.wait(min(0.05, max(0.0, deadline - time.monotonic())))
             self._signal.clear()
-        released = self._release_running()
+        released += self._release(self.running_attempts())
         self._settler.stop(timeout=30)
         self._maintenance.stop()
         if self._wake is not None:
@@ -407,17 +375,12 @@ class Worker:
             self.driver.worker_remove(worker_id=self.config.worker_id)
         except STORE_ERRORS as exc:
             logger.warning("jobs.worker.unregister_failed: %s", exc)
-        stuck = self._pool.shutdown(timeout=0.5 if self._force else 5.0)
+        stuck = self._bodies.shutdown(force=self._force)
         self._hooks.shutdown(timeout=0.5 if self._force else 5.0)
         close_writer(self.driver)  # hook: durable steps
         if stuck:
             logger.warning("jobs.worker.threads_left: %s still run abandoned bodies", stuck)
         close_thread_connections()
-        if self._loop is not None and self._loop_thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._loop_thread.join(timeout=5)
-            if not self._loop_thread.is_alive():
-                self._loop.close()
         logger.info(
             "jobs.worker.stopped: %s (%s); %s settled, %s released",
             self.config.worker_id,
@@ -428,27 +391,10 @@ class Worker:
         self.stopped.set()
         return EXIT_FORCED if self._force else EXIT_OK
 
-    def _release_running(self) -> int:
-        """Give every attempt still running back to ``queued`` now, its attempt not counted."""
-        released = 0
-        for attempt in self.running_attempts():
-            if not attempt.take_settle():
-                continue
-            attempt.lose()
-            try:
-                if self.driver.job_nack(
-                    job_id=attempt.job.id,
-                    claim_token=attempt.job.claim_token,
-                    action="retry",
-                    counts_as_attempt=False,
-                ):
-                    released += 1
-            except STORE_ERRORS as exc:
-                logger.warning(
-                    "jobs.worker.release_failed: %s stays leased until rescued (%s)",
-                    attempt.job.id,
-                    exc,
-                )
-            with self._lock:
+    def _release(self, attempts: list[Attempt]) -> int:
+        """Give ``attempts`` back to ``queued`` now (see ``release.py``) and forget them."""
+        taken, released = release(self.driver, attempts)
+        with self._lock:
+            for attempt in taken:
                 self._running.pop(attempt.job.id, None)
         return released

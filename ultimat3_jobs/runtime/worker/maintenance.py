@@ -268,7 +268,8 @@ class Maintenance(threading.Thread):
             )
         finally:
             for attempt in waiting:
-                attempt.pending_written.set()
+                if attempt.pending_written is not None:
+                    attempt.pending_written.set()
 
     def _check_deadlines(self, now: float) -> float | None:
         upcoming: float | None = None

@@ -1,17 +1,18 @@
 """The settler: one thread that writes how attempts ended, in batches.
 
-Completed attempts are acked together in one statement per batch (flushed within
-``ack_flush`` seconds of the first); failures are nacked one by one (retry, dead letter or drop,
-as the job's declaration says). Each settle also stores the attempt's last progress. A settle
-that did not land (the attempt lost its lease) writes nothing more and runs no hook.
-``on_settled`` runs once, after a settle that landed, for an ending: completed, dead-lettered or
-dropped; never for a retry.
+Every ending of a batch (flushed within ``ack_flush`` seconds of the first) is written in one
+statement, ``job_settle_many``: completed attempts are acked, failures nacked (retry, dead letter
+or drop, as the job's declaration says), the counters moved, each write fenced by its claim
+token. Each settle also stores the attempt's last progress. A settle that did not land (the
+attempt lost its lease) writes nothing more and runs no hook. ``on_settled`` runs once, after a
+settle that landed, for an ending: completed, dead-lettered or dropped; never for a retry.
 
 Only a lost connection is retried (until it is back): an outcome is never dropped because a
 connection was. A write the database refuses (a value it cannot store, a constraint) is never
-retried as it is: an ack batch is split in halves until the refused rows stand alone, the others
-land once, and each refused attempt is failed with an ``ultimat3_jobs.SettleRefused`` error
-saying what was refused; a refused nack is written again with such an error in place of its own.
+retried as it is: the batch is split in halves until the refused endings stand alone, the others
+land once, and each refused ending is written once more with an ``ultimat3_jobs.SettleRefused``
+error saying what was refused: a refused result fails its job for good, a refused nack keeps its
+action with that error in place of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from ultimat3_jobs.conf import get_settings
@@ -33,7 +35,7 @@ from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
-from ultimat3_jobs.types import AckItem, AttemptError, NackAction
+from ultimat3_jobs.types import AttemptError, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -107,114 +109,115 @@ class Settler(threading.Thread):
         return batch
 
     def _settle(self, batch: list[Outcome]) -> None:
-        acks = [o for o in batch if o.kind == "completed"]
+        """Write every ending of ``batch`` in one statement; isolate what the store refuses."""
+        endings: list[tuple[Outcome, SettleItem]] = []
         for outcome in batch:
             if outcome.kind in ("lost", "suspended"):  # suspended: written by its step
                 self._on_done(outcome.attempt, outcome.kind)
-        if acks:
-            items = [
-                AckItem(
-                    job_id=o.attempt.job.id,
-                    claim_token=o.attempt.job.claim_token,
-                    result_json=o.result_json,
-                    progress_json=o.attempt.take_progress(),
-                )
-                for o in acks
-            ]
-            landed, refused = self._ack(acks, items)
-            for outcome in acks:
-                if outcome.attempt.job.id in refused:
-                    continue
-                if outcome.attempt.job.id in landed:
-                    self._ended(outcome.attempt, "completed")
-                self._on_done(outcome.attempt, "completed")
-            for outcome in acks:
-                exc = refused.get(outcome.attempt.job.id)
-                if exc is not None:
-                    error = _refused_error(outcome.attempt, exc, self._worker_id, what="result")
-                    # Failed for good: stored again, the same result would be refused again.
-                    self._nack(Outcome(outcome.attempt, "failed", error=error, terminal=True))
-        for outcome in batch:
-            if outcome.kind == "failed":
-                self._nack(outcome)
+            else:
+                endings.append((outcome, self._item(outcome)))
+        if not endings:
+            return
+        landed, refused = self._write_many(endings)
+        for outcome, item in endings:
+            if item.job_id in refused:
+                continue
+            self._landed(outcome.attempt, item, item.job_id in landed)
+        for outcome, item in endings:
+            exc = refused.get(item.job_id)
+            if exc is not None:
+                self._settle_refused(outcome, item, exc)
 
-    def _ack(
-        self, acks: list[Outcome], items: list[AckItem]
-    ) -> tuple[set[uuid.UUID], dict[uuid.UUID, Exception]]:
-        """Ack ``items`` in one write. A batch the database refuses is split in halves until
-        each refused item stands alone: answers the ids that landed and, per refused id, the
-        error. Every write of the split writes disjoint rows, so nothing lands twice."""
-        try:
-            return self._write(partial(self._driver.job_ack_many, items=items)), {}
-        except Exception as exc:
-            if len(items) == 1:
-                logger.error(
-                    "jobs.settle.refused: the database refused the result of %s %s: %s",
-                    acks[0].attempt.job.name,
-                    acks[0].attempt.job.id,
-                    refusal(exc),
-                )
-                return set(), {items[0].job_id: exc}
-        half = len(items) // 2
-        landed, refused = self._ack(acks[:half], items[:half])
-        more_landed, more_refused = self._ack(acks[half:], items[half:])
-        return landed | more_landed, refused | more_refused
-
-    def _nack(self, outcome: Outcome) -> None:
+    def _item(self, outcome: Outcome, error: AttemptError | None = None) -> SettleItem:
+        """The write of one ending: an ack, or the nack the job's failure policy decides."""
         attempt = outcome.attempt
         job = attempt.job
+        progress = attempt.take_progress()
+        if outcome.kind == "completed":
+            return SettleItem(
+                job_id=job.id,
+                claim_token=job.claim_token,
+                action="complete",
+                result_json=outcome.result_json,
+                progress_json=progress,
+            )
         decision = after_failure(
             attempt.definition,
             attempt=job.attempt,
             max_attempts=job.max_attempts,
             terminal=outcome.terminal,
         )
-        action, delay, ending = decision.action, decision.delay_seconds, ENDINGS[decision.action]
-        landed = self._write_nack(outcome, action, delay)
+        return SettleItem(
+            job_id=job.id,
+            claim_token=job.claim_token,
+            action=decision.action,
+            progress_json=progress,
+            error=error or outcome.error,
+            delay_seconds=decision.delay_seconds,
+        )
+
+    def _landed(self, attempt: Attempt, item: SettleItem, landed: bool) -> None:
+        """The write of ``item`` is done: run what follows a landed ending, free the attempt."""
+        how = "completed" if item.action == "complete" else item.action
+        ending = "completed" if item.action == "complete" else ENDINGS[item.action]
         if landed and ending is not None:
             self._ended(attempt, ending)
-        if landed and action == "retry" and self._on_retry is not None:
-            self._on_retry(delay)  # the claim loop looks again when the retry falls due
-        self._on_done(attempt, action)
+        if landed and item.action == "retry" and self._on_retry is not None:
+            self._on_retry(item.delay_seconds)  # the claim loop looks again when it falls due
+        self._on_done(attempt, how)
 
-    def _write_nack(self, outcome: Outcome, action: NackAction, delay: float) -> bool:
-        """Nack with the outcome's error and the attempt's last progress. Refused by the
-        database, it is written again with a ``SettleRefused`` error in place of both; refused
-        again, the attempt is left to the rescuer (its lease runs out): never a loop."""
-        attempt = outcome.attempt
-        write = partial(
-            self._driver.job_nack,
-            job_id=attempt.job.id,
-            claim_token=attempt.job.claim_token,
-            action=action,
-            delay_seconds=delay,
-        )
+    def _write_many(
+        self, endings: list[tuple[Outcome, SettleItem]]
+    ) -> tuple[set[uuid.UUID], dict[uuid.UUID, Exception]]:
+        """Write ``endings`` in one statement. A batch the database refuses is split in halves
+        until each refused ending stands alone: answers the ids that landed and, per refused
+        id, the error. Every write of the split writes disjoint rows, so nothing lands twice."""
+        items = [item for _, item in endings]
         try:
-            return self._write(
-                partial(write, error=outcome.error, progress_json=attempt.take_progress())
-            )
+            return self._write(partial(self._driver.job_settle_many, items=items)), {}
         except Exception as exc:
-            logger.error(
-                "jobs.settle.refused: the database refused the %s of %s %s: %s",
-                action,
-                attempt.job.name,
-                attempt.job.id,
-                refusal(exc),
-            )
+            if len(endings) == 1:
+                outcome, item = endings[0]
+                logger.error(
+                    "jobs.settle.refused: the database refused the %s of %s %s: %s",
+                    "result" if item.action == "complete" else item.action,
+                    outcome.attempt.job.name,
+                    item.job_id,
+                    refusal(exc),
+                )
+                return set(), {item.job_id: exc}
+        half = len(endings) // 2
+        landed, refused = self._write_many(endings[:half])
+        more_landed, more_refused = self._write_many(endings[half:])
+        return landed | more_landed, refused | more_refused
+
+    def _settle_refused(self, outcome: Outcome, item: SettleItem, exc: Exception) -> None:
+        """One ending the database refused, written again once with a ``SettleRefused`` error
+        in place of what it refused (and without its progress): a refused result fails the job
+        for good (stored again, the same result would be refused again); a refused nack keeps
+        its action. Refused again, the attempt is left to the rescuer (its lease runs out):
+        never a loop."""
+        attempt = outcome.attempt
+        if item.action == "complete":
+            error = _refused_error(attempt, exc, self._worker_id, what="result")
+            again = self._item(Outcome(attempt, "failed", error=error, terminal=True))
+        else:
             error = _refused_error(
                 attempt, exc, self._worker_id, what="error entry", kept=outcome.error
             )
+            again = replace(item, error=error, progress_json=None)
         try:
-            return self._write(partial(write, error=error))
-        except Exception as exc:
+            landed = bool(self._write(partial(self._driver.job_settle_many, items=[again])))
+        except Exception as second:
             logger.error(
                 "jobs.settle.refused: %s %s could not be settled (%s); its lease will run out "
                 "and the rescuer takes it back",
                 attempt.job.name,
                 attempt.job.id,
-                refusal(exc),
+                refusal(second),
             )
-            return False
+            landed = False
+        self._landed(attempt, again, landed)
 
     def _ended(self, attempt: Attempt, ending: Ending) -> None:
         hook = attempt.definition.on_settled if attempt.definition else None

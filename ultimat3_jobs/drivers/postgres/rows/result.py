@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import connections
 
+from ultimat3_jobs.drivers.postgres.bound import BOUND_STATEMENTS, bound_cursor, prepares
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.models import RawStatementManager
 
@@ -83,8 +84,14 @@ def fetch(
     manager: RawStatementManager, statement: str, params: dict[str, Any] | None = None
 ) -> Result:
     """Run ``statement`` (a name from ``sql/*.sql``) on ``manager``'s alias, keeping the names
-    of the columns it returns (none for a statement without ``returning``)."""
-    with connections[manager.db].cursor() as cursor:
+    of the columns it returns (none for a statement without ``returning``); the hot ones bind
+    server-side (``bound.py``)."""
+    opened = (
+        bound_cursor(manager.db)
+        if statement in BOUND_STATEMENTS and prepares(manager.db)
+        else connections[manager.db].cursor()
+    )
+    with opened as cursor:
         cursor.execute(STATEMENTS[statement], params or {})
         if cursor.description is None:
             return Result(statement, (), [])

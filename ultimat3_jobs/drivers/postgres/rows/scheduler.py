@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid
-from ultimat3_jobs.types import FireResult, Leadership, TaskState
+from ultimat3_jobs.types import CronState, FireResult, Leadership
 
 
 def leadership(result: Result) -> Leadership | None:
@@ -21,10 +21,10 @@ def fire_result(result: Result) -> FireResult:
     return FireResult(moved=bool(moved), job_id=as_uuid(job_id) if job_id else None)
 
 
-def task_states(result: Result) -> dict[str, TaskState]:
-    """``scheduler_task_sync``'s rows by task name."""
+def task_states(result: Result) -> dict[str, CronState]:
+    """``scheduler_cron_sync``'s rows by task name."""
     return {
-        name: TaskState(
+        name: CronState(
             name=name,
             watermark=watermark,
             last_fire_at=last_fire_at,

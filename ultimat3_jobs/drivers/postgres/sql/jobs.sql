@@ -255,6 +255,66 @@ with done as (
 )
 select id from done
 
+-- name: job_settle_many
+-- Every ending of a settler's flush in one statement: completes, retries, fails and drops, each
+-- fenced by state and claim token, each column set as job_ack_many and job_nack_* set it. One
+-- counter row per job name per statement, whatever the mix: a storm of failures moves each
+-- name's row once per flush, never once per failure (names in order, as every counter write).
+with given as (
+    select g.id, g.token, g.action, g.result, g.progress, g.error, g.delay_seconds, g.counts
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(actions)s::text[], %(results)s::text[],
+                %(progress)s::text[], %(errors)s::text[], %(delays)s::float8[],
+                %(counts)s::bool[])
+        as g(id, token, action, result, progress, error, delay_seconds, counts)
+), kept as (
+    update x_jobs j
+    set state = case g.action when 'complete' then 'completed'
+                              when 'retry' then 'queued'
+                              else 'failed' end,
+        result = case when g.action = 'complete' then g.result::jsonb else j.result end,
+        run_at = case when g.action = 'retry'
+                      then now() + make_interval(secs => greatest(g.delay_seconds, 0))
+                      else j.run_at end,
+        attempt = case when g.counts then j.attempt else greatest(j.attempt - 1, 0) end,
+        errors = case when g.error is null then j.errors
+                      else j.errors || jsonb_build_array(g.error::jsonb || jsonb_build_object('at', now())) end,
+        progress = coalesce(g.progress::jsonb, j.progress),
+        finished_at = case when g.action = 'retry' then j.finished_at else now() end,
+        lease_expires_at = null,
+        claim_token = case when g.action = 'retry' then null else j.claim_token end,
+        worker_id = case when g.action = 'retry' then null else j.worker_id end
+    from given g
+    where j.id = g.id and g.action in ('complete', 'retry', 'fail')
+      and j.state = 'running' and j.claim_token = g.token
+    returning j.id, j.name, g.action, g.counts
+), dropped as (
+    delete from x_jobs j
+    using given g
+    where j.id = g.id and g.action = 'drop' and j.state = 'running' and j.claim_token = g.token
+    returning j.id, j.name, g.action, g.counts
+), settled as (
+    select id, name, action, counts from kept
+    union all
+    select id, name, action, counts from dropped
+), freed as (
+    -- limits: the run's concurrency slots go with its settle (x_job_leases)
+    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
+), counter_deltas({{counter_columns}}) as (
+    select s.name, 'minute', date_trunc('minute', now()),
+           count(*) filter (where s.action = 'complete'),
+           count(*) filter (where s.action = 'retry'),
+           count(*) filter (where s.action = 'fail' and s.counts),
+           count(*) filter (where s.action = 'drop'),
+           count(*) filter (where s.action = 'fail' and not s.counts),
+           0
+    from settled s
+    where s.action <> 'retry' or s.counts
+    group by s.name
+), counted as (
+    {{counter_upsert}}
+)
+select id from settled
+
 -- name: job_nack_retry
 -- Back to queued at now() + delay, fenced. An attempt that does not count (a release at
 -- shutdown) gives its attempt back and moves no counter.

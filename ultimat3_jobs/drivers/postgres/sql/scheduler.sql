@@ -1,4 +1,4 @@
--- name: scheduler_task_sync
+-- name: scheduler_cron_sync
 -- A task seen for the first time starts from now and never replays its history; a known task
 -- keeps its watermark. Answers every named task's state.
 with added as (

@@ -1,0 +1,45 @@
+"""Consumers: ``consumer(name, source=..., handle=...)`` reads a stream of rows in batches after a
+committed cursor; each batch and the cursor that moves past it commit in one transaction.
+
+The names load on first use, so importing this package (as ``models.py`` does, for the table)
+touches neither settings nor the job registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.consumers.declare import (
+        ConsumerHandle,
+        consumer,
+        consumer_named,
+        registered_consumers,
+    )
+    from ultimat3_jobs.consumers.source import Source, rows_after
+
+__all__ = [
+    "ConsumerHandle",
+    "Source",
+    "consumer",
+    "consumer_named",
+    "registered_consumers",
+    "rows_after",
+]
+
+_LAZY = {
+    "ConsumerHandle": "declare",
+    "Source": "source",
+    "consumer": "declare",
+    "consumer_named": "declare",
+    "registered_consumers": "declare",
+    "rows_after": "source",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(f"ultimat3_jobs.consumers.{_LAZY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'ultimat3_jobs.consumers' has no attribute {name!r}")

@@ -1,0 +1,229 @@
+"""What crosses between the Redis driver and its scripts: arguments as text, times as integer
+microseconds of Redis's clock, job hashes read back into the seam's types.
+
+Values are checked here before any write, as PostgreSQL's column types and constraints check
+them: the JSON texts (through the memory driver's jsonb rules, one place for them), the priority
+range and ``max_attempts``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ultimat3_jobs.drivers.memory.rows import _check_json, _json_text, _normalized
+from ultimat3_jobs.drivers.steps_seam import StepRecord
+from ultimat3_jobs.errors import StoreRefused
+from ultimat3_jobs.serialization import decode_json
+from ultimat3_jobs.types import (
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    JobRecord,
+    JobState,
+    JobSummary,
+    WorkerRecord,
+)
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+__all__ = ["check_json", "error_entry"]
+
+check_json = _check_json
+
+
+def text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def micros(moment: datetime) -> int:
+    """A datetime as integer microseconds since the epoch (a naive one read as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def moment(value: bytes | str | int | float | None) -> datetime | None:
+    """Microseconds since the epoch (as Redis answers them) as an aware UTC datetime."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode()
+    return EPOCH + timedelta(microseconds=int(float(value)))
+
+
+def optional(value: str | int | float | None) -> str:
+    """An optional argument as the scripts' ``opt`` reads it: '' for null, else '=' + text."""
+    return "" if value is None else f"={value}"
+
+
+def error_entry(entry: Mapping[str, Any]) -> str:
+    """An error entry as JSON text, refused (``StoreRefused``) where jsonb would refuse it."""
+    return json.dumps(_normalized(dict(entry)), separators=(",", ":"))
+
+
+def check_request(request: EnqueueRequest) -> None:
+    """Refuse what ``x_jobs`` would refuse, before anything is written."""
+    _check_json(request.input_json, "input")
+    if not PRIORITY_MIN <= request.priority <= PRIORITY_MAX:
+        raise StoreRefused(
+            reason=f"x_jobs_priority_range: priority {request.priority} is outside "
+            f"{PRIORITY_MIN}..{PRIORITY_MAX}"
+        )
+    if request.max_attempts < 1:
+        raise StoreRefused(
+            reason=f"x_jobs_attempts_valid: max_attempts {request.max_attempts} is below 1"
+        )
+
+
+def enqueue_args(request: EnqueueRequest) -> list[str]:
+    """The 13 fields the scripts' ``enqueue_one`` reads, in its order."""
+    return [
+        str(request.id),
+        request.name,
+        request.queue,
+        str(int(request.priority)),
+        optional(None if request.run_at is None else micros(request.run_at)),
+        optional(None if request.delay_seconds is None else repr(float(request.delay_seconds))),
+        request.input_json,
+        optional(request.idempotency_key),
+        optional(request.tenant_id),
+        optional(request.enqueued_by),
+        str(int(request.max_attempts)),
+        optional(None if request.lease_seconds is None else int(request.lease_seconds)),
+        optional(request.traceparent),
+    ]
+
+
+def enqueue_result(status: bytes | str, job_id: bytes | str) -> EnqueueResult:
+    told = text(status)
+    assert told in ("created", "deduped"), told
+    return EnqueueResult(uuid.UUID(text(job_id)), told)
+
+
+def pairs(flat: Sequence[Any]) -> dict[str, str]:
+    """A hash answered as field, value pairs, decoded."""
+    items = [text(item) for item in flat]
+    return {str(items[i]): str(items[i + 1]) for i in range(0, len(items), 2)}
+
+
+def _int(row: Mapping[str, str], field: str) -> int | None:
+    value = row.get(field)
+    return None if value is None else int(value)
+
+
+def job_record(job_id: uuid.UUID, row: Mapping[str, str]) -> JobRecord:
+    return JobRecord(
+        id=job_id,
+        name=row["name"],
+        queue=row["queue"],
+        state=JobState(row["state"]),
+        priority=int(row["priority"]),
+        run_at=moment(row["run_at"]),  # type: ignore[arg-type]
+        input=decode_json(row["input"]),
+        idempotency_key=row.get("key"),
+        tenant_id=row.get("tenant"),
+        enqueued_by=row.get("enqueued_by"),
+        attempt=int(row["attempt"]),
+        max_attempts=int(row["max_attempts"]),
+        worker_id=row.get("worker_id"),
+        lease_expires_at=moment(row.get("lease_expires_at")),
+        progress=decode_json(row.get("progress")),
+        result=decode_json(row.get("result")),
+        errors=json.loads(row.get("errors") or "[]"),
+        created_at=moment(row["created_at"]),  # type: ignore[arg-type]
+        started_at=moment(row.get("started_at")),
+        finished_at=moment(row.get("finished_at")),
+    )
+
+
+def job_summary(row: Mapping[str, str]) -> JobSummary:
+    errors = json.loads(row.get("errors") or "[]")
+    last = errors[-1] if errors else {}
+    return JobSummary(
+        id=uuid.UUID(row["id"]),
+        name=row["name"],
+        queue=row["queue"],
+        state=JobState(row["state"]),
+        priority=int(row["priority"]),
+        run_at=moment(row["run_at"]),  # type: ignore[arg-type]
+        idempotency_key=row.get("key"),
+        tenant_id=row.get("tenant"),
+        attempt=int(row["attempt"]),
+        max_attempts=int(row["max_attempts"]),
+        worker_id=row.get("worker_id"),
+        error_count=len(errors),
+        last_error_class=_json_text(last.get("error_class")),
+        last_error_message=_json_text(last.get("message")),
+        created_at=moment(row["created_at"]),  # type: ignore[arg-type]
+        started_at=moment(row.get("started_at")),
+        finished_at=moment(row.get("finished_at")),
+    )
+
+
+def claimed_job(answer: Sequence[Any]) -> ClaimedJob:
+    (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, lease,
+     created, traceparent) = answer  # fmt: skip
+    return ClaimedJob(
+        id=uuid.UUID(text(job_id)),
+        name=str(text(name)),
+        queue=str(text(queue)),
+        input=decode_json(text(input_json)),
+        attempt=int(attempt),
+        max_attempts=int(max_attempts),
+        claim_token=uuid.UUID(text(token)),
+        priority=int(priority),
+        tenant_id=text(tenant),
+        lease_expires_at=moment(lease),  # type: ignore[arg-type]
+        enqueued_at=moment(created),  # type: ignore[arg-type]
+        traceparent=text(traceparent),
+    )
+
+
+def worker_record(answer: Sequence[Any]) -> WorkerRecord:
+    worker_id, host, pid, queues, slots, demand, started, beat, expires = (
+        text(value) for value in answer
+    )
+    return WorkerRecord(
+        id=str(worker_id),
+        host=str(host),
+        pid=int(str(pid)),
+        queues=json.loads(str(queues)),
+        slots=int(str(slots)),
+        demand=json.loads(str(demand)),
+        started_at=moment(started),  # type: ignore[arg-type]
+        heartbeat_at=moment(beat),  # type: ignore[arg-type]
+        expires_at=moment(expires),  # type: ignore[arg-type]
+    )
+
+
+def ids(answer: Sequence[Any]) -> Iterator[uuid.UUID]:
+    for value in answer:
+        yield uuid.UUID(text(value))
+
+
+def step_record(text: bytes | str | None) -> StepRecord | None:
+    """A step as a script answers it (its JSON object; ``None`` stays ``None``)."""
+    if text is None:
+        return None
+    row = json.loads(text)
+    return StepRecord(
+        name=row["name"],
+        seq=int(row["seq"]),
+        kind=row["kind"],
+        status=row["status"],
+        output=decode_json(row.get("output")),
+        error=decode_json(row.get("error")),
+        event=row.get("event"),
+        key=row.get("key"),
+        wait_since=moment(row.get("wait_since")),
+        wait_until=moment(row.get("wait_until")),
+        updated_at=moment(row.get("updated_at")),
+    )

@@ -1,0 +1,309 @@
+"""``RedisDriver``: the job store in Redis, one Lua script per operation (``lua/``).
+
+The rules are the PostgreSQL driver's, statement for statement (``drivers/postgres/sql``): every
+write about a running attempt compares the claim token inside its script; every time is Redis's
+``TIME``; a live job's name and idempotency key are unique. Redis cannot join a transaction of
+the project's database, so :meth:`RedisDriver.commits_with` answers False for every alias: an
+enqueue inside ``transaction.atomic()`` is staged in ``x_outbox`` and published after the
+commit (``model/transactions.py``). This module holds the worker's job methods; the operator's
+(``operating.py``), the scheduler's and worker registry's (``scheduling.py``) and the step
+store's and event bus's (``steps.py``) are mixed in.
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ultimat3_jobs.drivers.base import (
+    ENQUEUE_CHUNK,
+    QUEUE_DEMAND_ROWS,
+    RESCUE_BATCH_DEFAULT,
+    JobDriver,
+    WakeSubscription,
+    check_claim_queues,
+    log_lost_beats,
+    log_unowned,
+)
+from ultimat3_jobs.drivers.redis import codec
+from ultimat3_jobs.drivers.redis.connection import DEFAULT_PREFIX
+from ultimat3_jobs.drivers.redis.operating import OperatorMethods
+from ultimat3_jobs.drivers.redis.scheduling import SchedulerMethods
+from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
+from ultimat3_jobs.drivers.redis.steps import StepScriptMethods
+from ultimat3_jobs.drivers.redis.wake import RedisWake
+from ultimat3_jobs.types import (
+    AckItem,
+    AttemptError,
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    ExpiredAttempt,
+    FailureDecision,
+    Heartbeat,
+    NackAction,
+    RescuedJob,
+    SettleItem,
+)
+
+
+@speaks_seam_errors
+class RedisDriver(OperatorMethods, SchedulerMethods, StepScriptMethods, JobDriver):
+    """Jobs in the Redis of a django-redis cache alias; raises the seam's errors, never the
+    client's (``scripts.py``)."""
+
+    name = "redis"
+    enqueue_joins_transaction = False
+
+    def __init__(
+        self,
+        *,
+        database: str | None = None,
+        alias: str | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        client: Any = None,
+    ) -> None:
+        """``database`` is ignored (no Django database holds the jobs); ``alias`` defaults to
+        ``ULTIMAT3_JOBS['REDIS_ALIAS']``; ``prefix`` is the store's base key."""
+        super().__init__(alias=alias, prefix=prefix, client=client)
+        self.database = None
+        self._wakes: weakref.WeakSet[RedisWake] = weakref.WeakSet()
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+        if not items:
+            return set()
+        args: list[str] = [str(len(items))]
+        for item in items:
+            codec.check_json(item.result_json, "result")
+            codec.check_json(item.progress_json or "null", "progress")
+            args += [str(item.job_id), str(item.claim_token), item.result_json]
+            args.append(codec.optional(item.progress_json))
+        landed = set(codec.ids(self._run("job_ack_many", args)))
+        for item in items:
+            if item.job_id not in landed:
+                log_unowned("ack", item.job_id, item.claim_token)
+        return landed
+
+    def job_claim(
+        self, *, queues: Sequence[str], limit: int, worker_id: str, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        names = check_claim_queues(queues)
+        if limit <= 0:
+            return []
+        tokens = [str(uuid.uuid4()) for _ in range(limit)]
+        args = [worker_id, repr(float(lease_seconds)), str(limit), str(len(names))]
+        answer = self._run("job_claim", [*args, *names, *tokens])
+        return [codec.claimed_job(row) for row in answer]
+
+    def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
+        codec.check_request(request)
+        status, job_id = self._run("job_enqueue", codec.enqueue_args(request))
+        return codec.enqueue_result(status, job_id)
+
+    def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        for request in requests:
+            codec.check_request(request)
+        results: list[EnqueueResult] = []
+        for start in range(0, len(requests), ENQUEUE_CHUNK):
+            chunk = requests[start : start + ENQUEUE_CHUNK]
+            args: list[str] = [str(len(chunk))]
+            for request in chunk:
+                args += codec.enqueue_args(request)
+            answer = self._run("job_enqueue_many", args)
+            results += [codec.enqueue_result(status, job_id) for status, job_id in answer]
+        return results
+
+    def job_heartbeat_many(
+        self,
+        *,
+        attempts: Sequence[tuple[uuid.UUID, uuid.UUID]],
+        lease_seconds: float,
+        progress: Mapping[uuid.UUID, str] | None = None,
+    ) -> Heartbeat:
+        if not attempts:
+            return Heartbeat()
+        given = progress or {}
+        for value in given.values():
+            codec.check_json(value, "progress")
+        args = [repr(float(lease_seconds)), str(len(attempts))]
+        for job_id, token in attempts:
+            args += [str(job_id), str(token), codec.optional(given.get(job_id))]
+        beat = Heartbeat(renewed=frozenset(codec.ids(self._run("job_heartbeat_many", args))))
+        log_lost_beats(attempts, beat)
+        return beat
+
+    def job_mark_pending_many(
+        self, *, attempts: Sequence[tuple[uuid.UUID, uuid.UUID]], pending: bool
+    ) -> set[uuid.UUID]:
+        if not attempts:
+            return set()
+        args = ["1" if pending else "0", str(len(attempts))]
+        for job_id, token in attempts:
+            args += [str(job_id), str(token)]
+        return set(codec.ids(self._run("job_mark_pending_many", args)))
+
+    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+        """Every value is checked before anything is written (a refused one fails the whole
+        call, nothing lands); then the completions go in one script and each failure in its
+        own (each script atomic, each fenced by its claim token)."""
+        for item in items:
+            codec.check_json(item.result_json, "result")
+            codec.check_json(item.progress_json or "null", "progress")
+            if item.error is not None and item.action != "drop":
+                codec.error_entry(item.error.as_json())
+        acks = [
+            AckItem(
+                job_id=item.job_id,
+                claim_token=item.claim_token,
+                result_json=item.result_json,
+                progress_json=item.progress_json,
+            )
+            for item in items
+            if item.action == "complete"
+        ]
+        landed = self.job_ack_many(items=acks) if acks else set()
+        for item in items:
+            if item.action != "complete" and self.job_nack(
+                job_id=item.job_id,
+                claim_token=item.claim_token,
+                action=item.action,
+                delay_seconds=item.delay_seconds,
+                error=item.error,
+                counts_as_attempt=item.counts_as_attempt,
+                progress_json=item.progress_json,
+            ):
+                landed.add(item.job_id)
+        return landed
+
+    def job_nack(
+        self,
+        *,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        action: NackAction,
+        delay_seconds: float = 0.0,
+        error: AttemptError | None = None,
+        counts_as_attempt: bool = True,
+        progress_json: str | None = None,
+    ) -> bool:
+        if action not in ("retry", "fail", "drop"):
+            raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
+        entry = None
+        if error is not None and action != "drop":
+            entry = codec.error_entry(error.as_json())
+        codec.check_json(progress_json or "null", "progress")
+        args = [
+            str(job_id),
+            str(claim_token),
+            action,
+            repr(max(0.0, float(delay_seconds))),
+            codec.optional(entry),
+            "1" if counts_as_attempt else "0",
+            codec.optional(progress_json),
+        ]
+        landed = bool(self._run("job_nack", args))
+        if not landed:
+            log_unowned(f"nack ({action})", job_id, claim_token)
+        return landed
+
+    def job_progress(
+        self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
+    ) -> bool:
+        codec.check_json(progress_json, "progress")
+        landed = bool(self._run("job_progress", [str(job_id), str(claim_token), progress_json]))
+        if not landed:
+            log_unowned("progress", job_id, claim_token)
+        return landed
+
+    def job_rescue_expired(
+        self,
+        *,
+        decide: Callable[[ExpiredAttempt], FailureDecision],
+        limit: int = RESCUE_BATCH_DEFAULT,
+    ) -> list[RescuedJob]:
+        if limit <= 0:
+            return []
+        expired = [
+            ExpiredAttempt(
+                id=uuid.UUID(codec.text(job_id)),
+                claim_token=uuid.UUID(codec.text(token)),
+                name=str(codec.text(name)),
+                attempt=int(attempt),
+                max_attempts=int(max_attempts),
+                started=codec.text(pending) != "1",
+            )
+            for job_id, token, name, attempt, max_attempts, pending in self._run(
+                "job_rescue_expired_scan", [str(limit)]
+            )
+        ]
+        if not expired:
+            return []
+        args = [str(len(expired))]
+        for attempt in expired:
+            decision = decide(attempt)
+            args += [str(attempt.id), str(attempt.claim_token), decision.action]
+            args += [
+                repr(float(decision.delay_seconds)),
+                "1" if decision.counts_as_attempt else "0",
+            ]
+        return [
+            RescuedJob(
+                id=uuid.UUID(codec.text(job_id)),
+                name=str(codec.text(name)),
+                action=codec.text(action),  # type: ignore[arg-type]
+                attempt=int(attempt),
+            )
+            for job_id, name, action, attempt in self._run("job_rescue_expired", args)
+        ]
+
+    def queue_demand(self, *, queues: Sequence[str]) -> dict[str, int]:
+        names = check_claim_queues(queues)
+        answer = self._run("queue_demand", [str(QUEUE_DEMAND_ROWS), *names])
+        return dict(zip(names, (int(n) for n in answer), strict=True))
+
+    def _set_times(
+        self,
+        job_id: uuid.UUID,
+        *,
+        run_at: datetime | None = None,
+        lease_expires_at: datetime | None = None,
+    ) -> None:
+        """Move a job's ``run_at`` or ``lease_expires_at``, as the PostgreSQL tests do with an
+        UPDATE (test support)."""
+        args = [
+            str(job_id),
+            codec.optional(None if run_at is None else codec.micros(run_at)),
+            codec.optional(None if lease_expires_at is None else codec.micros(lease_expires_at)),
+        ]
+        assert self._run("job_set_times", args) == 1, f"no job has id {job_id}"
+
+    # -- transactions, wake, connection -------------------------------------------------------
+
+    def commits_with(self, database: str) -> bool:
+        """False: Redis never joins a transaction of a Django database, so an enqueue inside
+        one is staged in ``x_outbox`` there and published after the commit."""
+        return False
+
+    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+        """A :class:`RedisWake`: a thread subscribed to the store's wake channel, on which
+        every enqueue (and promote, requeue, fire) due now publishes its queue."""
+        subscription = RedisWake(self.redis(), f"{self.prefix}:wake", on_wake)
+        self._wakes.add(subscription)
+        return subscription
+
+    def reset_connection(self) -> None:
+        """Drop the pool's idle connections; the next call opens a fresh one."""
+        client = self._client
+        if client is not None:
+            client.connection_pool.disconnect(inuse_connections=False)
+
+    def close(self) -> None:
+        """Close the wake subscriptions this driver opened."""
+        for subscription in list(self._wakes):
+            subscription.close()
+        self._wakes.clear()

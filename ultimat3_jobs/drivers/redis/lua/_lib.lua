@@ -1,0 +1,342 @@
+-- The shared prelude: prepended to every operation's script when it is loaded (scripts.py), so
+-- each operation is one script with one SHA and the rules below live in one place.
+--
+-- KEYS[1] is the store's base key, a hash tag such as "{ultimat3_jobs}"; every key is that
+-- base followed by ":<name>", so all keys of one store hash to one Redis Cluster slot.
+--
+-- Key layout (B = KEYS[1]; <id> a job id, <q> a queue, <n> a job name):
+--   B:job:<id>       HASH   one job: name queue state priority run_at input key tenant
+--                           enqueued_by attempt max_attempts lease_seconds claim_token worker_id
+--                           lease_expires_at progress result errors traceparent created_at
+--                           started_at finished_at body_pending (times: integer microseconds
+--                           since the epoch, read from Redis TIME; a missing field is null)
+--   B:jobs           ZSET   every job by created_at (job_list walks it newest first)
+--   B:queued:<q>     ZSET   the queue's queued jobs by run_at (stats, promotion)
+--   B:ready:<q>      ZSET   its due jobs in claim order: score (100 - priority) * 1e13 + run_at
+--                           in ms, ties by id
+--   B:promoted       HASH   per queue, the time up to which B:queued:<q> was promoted to ready
+--   B:held:<n>       SET    queued jobs of a paused job name, out of every ready set
+--   B:running        ZSET   running jobs by lease_expires_at (the rescue's order)
+--   B:done:<s>:<n>   ZSET   finished jobs of state <s> and name <n> by created_at
+--   B:keys           HASH   the live (queued, running) job of each name and idempotency key
+--   B:queues, B:names SET  every queue and job name seen
+--   B:pauses         HASH   "<scope>\t<target>" -> JSON {paused_by, reason}
+--   B:pause_order    ZSET   the same fields by created_at
+--   B:paused_jobs    SET    the paused job names
+--   B:counters:<p>   HASH   "<bucket seconds>\t<outcome>\t<name>" -> count, p minute or hour
+--   B:worker:<w>     HASH   one worker's row; B:workers ZSET of ids by expires_at
+--   B:leader:<l>     HASH   holder epoch expires_at
+--   B:task:<t>       HASH   watermark last_fire_at last_job_id
+--   B:steps:<id>     HASH   one job's steps, deleted with it: step name -> JSON object of name
+--                           seq kind status output error event key wait_since wait_until
+--                           updated_at (output and error as JSON text, times and seq as text)
+--   B:waits:<e>      ZSET   the waiting steps on event and key <e> ("<len>:<event><key>", as
+--                           B:keys spells a name and key), "<id>\t<step>" by wait_since
+--   B:event:<eid>    HASH   one event: name key payload tenant created_at expires_at
+--   B:events:<e>     ZSET   the events of event and key <e>, ids (15 digits) by created_at
+--   B:event_expiry   ZSET   every event id by expires_at (the purge's order)
+--   B:event_seq      STRING the last event id given
+--   B:wake           pub/sub channel: the queue of each enqueue due now
+
+local B = KEYS[1]
+local PRIORITY_SPAN = 1e13
+
+local function now_us()
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- An integer as text, never in exponent form (Lua's tostring keeps 14 digits only).
+local function fmt(n)
+    return string.format('%.0f', n)
+end
+
+-- An optional argument: '' is null, '=text' is text (so an empty string stays a value).
+local function opt(text)
+    if text == nil or text == '' then return nil end
+    return string.sub(text, 2)
+end
+
+local function jkey(id) return B .. ':job:' .. id end
+local function skey(id) return B .. ':steps:' .. id end
+
+local function live_field(name, key)
+    return string.len(name) .. ':' .. name .. key
+end
+
+-- A timestamp as PostgreSQL writes a timestamptz into jsonb in a UTC session.
+local function iso(us)
+    local secs = math.floor(us / 1000000)
+    local frac = us - secs * 1000000
+    local days = math.floor(secs / 86400)
+    local rem = secs - days * 86400
+    local z = days + 719468
+    local era = math.floor(z / 146097)
+    local doe = z - era * 146097
+    local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+        - math.floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+    local mp = math.floor((5 * doy + 2) / 153)
+    local d = doy - math.floor((153 * mp + 2) / 5) + 1
+    local m = mp < 10 and mp + 3 or mp - 9
+    local y = yoe + era * 400
+    if m <= 2 then y = y + 1 end
+    local text = string.format('%04d-%02d-%02dT%02d:%02d:%02d', y, m, d,
+        math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60)
+    if frac > 0 then
+        text = text .. (string.gsub(string.format('.%06d', frac), '0+$', ''))
+    end
+    return text .. '+00:00'
+end
+
+-- Append one entry (a JSON object's text) to a JSON array's text, with extra members.
+local function append_entry(errors, entry, extra)
+    local object = string.sub(entry, 1, -2)
+    if object ~= '{' then object = object .. ',' end
+    object = object .. extra .. '}'
+    if errors == nil or errors == '[]' or errors == false then return '[' .. object .. ']' end
+    return string.sub(errors, 1, -2) .. ',' .. object .. ']'
+end
+
+local function is_paused(scope, target)
+    return redis.call('HEXISTS', B .. ':pauses', scope .. '\t' .. target) == 1
+end
+
+local function ready_score(priority, run_at)
+    return (100 - priority) * PRIORITY_SPAN + math.floor(run_at / 1000)
+end
+
+-- Put a queued job where the claim finds it: held (its name paused), ready (due), or only in
+-- its queue's run_at order (due later; a claim promotes it).
+local function place(id, queue, name, priority, run_at, now)
+    redis.call('ZADD', B .. ':queued:' .. queue, run_at, id)
+    if is_paused('job', name) then
+        redis.call('ZREM', B .. ':ready:' .. queue, id)
+        redis.call('SADD', B .. ':held:' .. name, id)
+    elseif run_at <= now then
+        redis.call('ZADD', B .. ':ready:' .. queue, ready_score(priority, run_at), id)
+    else
+        redis.call('ZREM', B .. ':ready:' .. queue, id)
+    end
+end
+
+local function unplace(id, queue, name)
+    redis.call('ZREM', B .. ':queued:' .. queue, id)
+    redis.call('ZREM', B .. ':ready:' .. queue, id)
+    redis.call('SREM', B .. ':held:' .. name, id)
+end
+
+-- Move the queue's jobs that fell due since the last promotion into its ready set.
+local function promote(queue, now)
+    local since = redis.call('HGET', B .. ':promoted', queue)
+    local low = '-inf'
+    if since then
+        if tonumber(since) >= now then return end
+        low = '(' .. since
+    end
+    local due = redis.call('ZRANGEBYSCORE', B .. ':queued:' .. queue, low, fmt(now))
+    for _, id in ipairs(due) do
+        local row = redis.call('HMGET', jkey(id), 'name', 'priority', 'run_at')
+        place(id, queue, row[1], tonumber(row[2]), tonumber(row[3]), now)
+    end
+    redis.call('HSET', B .. ':promoted', queue, fmt(now))
+end
+
+-- Walk a queue's ready set in claim order, moving the jobs of paused names to their held
+-- sets, and answer up to `limit` claimable ids with their scores.
+local function claimable(queue, limit)
+    local found = {}
+    local check = redis.call('SCARD', B .. ':paused_jobs') > 0
+    local start = 0
+    while #found < limit do
+        local window = redis.call('ZRANGE', B .. ':ready:' .. queue, start, start + limit - 1,
+            'WITHSCORES')
+        if #window == 0 then break end
+        local moved = 0
+        for i = 1, #window, 2 do
+            local id = window[i]
+            local name = check and redis.call('HGET', jkey(id), 'name')
+            if check and redis.call('SISMEMBER', B .. ':paused_jobs', name) == 1 then
+                redis.call('ZREM', B .. ':ready:' .. queue, id)
+                redis.call('SADD', B .. ':held:' .. name, id)
+                moved = moved + 1
+            elseif #found < limit then
+                found[#found + 1] = {id, tonumber(window[i + 1])}
+            end
+        end
+        start = start + #window / 2 - moved
+    end
+    return found
+end
+
+-- The jobs ready to claim now on a queue, counted up to `bound` (QUEUE_DEMAND_ROWS).
+local function demand(queue, now, bound)
+    if is_paused('queue', queue) then return 0 end
+    promote(queue, now)
+    if redis.call('SCARD', B .. ':paused_jobs') == 0 then
+        return math.min(redis.call('ZCARD', B .. ':ready:' .. queue), bound)
+    end
+    return #claimable(queue, bound)
+end
+
+local COUNTED = {completed = true, retried = true, dead = true, dropped = true,
+    refused = true, cancelled = true}
+
+local function count(name, now, outcome)
+    assert(COUNTED[outcome], 'unknown counter ' .. outcome)
+    local bucket = math.floor(now / 60000000) * 60
+    redis.call('HINCRBY', B .. ':counters:minute', fmt(bucket) .. '\t' .. outcome .. '\t' .. name, 1)
+end
+
+-- A job's stored step (a table of the fields the key layout names), or nil.
+local function step_load(id, name)
+    local text = redis.call('HGET', skey(id), name)
+    if not text then return nil end
+    return cjson.decode(text)
+end
+
+-- Store a step and keep B:waits in step with it: a waiting step on an event is listed there,
+-- any other is not.
+local function step_save(id, step)
+    redis.call('HSET', skey(id), step.name, cjson.encode(step))
+    if step.event then
+        local waits = B .. ':waits:' .. live_field(step.event, step.key)
+        if step.status == 'waiting' then
+            redis.call('ZADD', waits, step.wait_since, id .. '\t' .. step.name)
+        else
+            redis.call('ZREM', waits, id .. '\t' .. step.name)
+        end
+    end
+end
+
+-- The id of the first event of a waiting step's event and key sent at or after its wait began
+-- (ties by id, the order events were sent), or nil; a sleep matches none.
+local function step_match(step)
+    if not step.event then return nil end
+    local found = redis.call('ZRANGEBYSCORE', B .. ':events:' .. live_field(step.event, step.key),
+        step.wait_since, '+inf', 'LIMIT', 0, 1)
+    return found[1]
+end
+
+-- Delete a job's steps (with the job: PostgreSQL's cascade), and its waits from B:waits.
+local function steps_drop(id)
+    for _, text in ipairs(redis.call('HVALS', skey(id))) do
+        local step = cjson.decode(text)
+        if step.status == 'waiting' and step.event then
+            redis.call('ZREM', B .. ':waits:' .. live_field(step.event, step.key),
+                id .. '\t' .. step.name)
+        end
+    end
+    redis.call('DEL', skey(id))
+end
+
+local LIVE = {queued = true, running = true}
+local FINISHED = {completed = true, failed = true, cancelled = true}
+
+-- Change a job's state (to = nil deletes it), keeping every index in step. `row` holds the
+-- job's name, queue, priority, run_at, key, created_at and lease_expires_at as they are to be
+-- after the move; the caller writes the other fields.
+local function move(id, from, to, row, now)
+    local k = jkey(id)
+    if from == 'queued' then
+        unplace(id, row.queue, row.name)
+    elseif from == 'running' then
+        redis.call('ZREM', B .. ':running', id)
+    elseif FINISHED[from] then
+        redis.call('ZREM', B .. ':done:' .. from .. ':' .. row.name, id)
+    end
+    local field = row.key and live_field(row.name, row.key)
+    local was_live, is_live = LIVE[from] or false, (to and LIVE[to]) or false
+    if field and was_live and not is_live and redis.call('HGET', B .. ':keys', field) == id then
+        redis.call('HDEL', B .. ':keys', field)
+    end
+    if to == nil then
+        redis.call('DEL', k)
+        steps_drop(id)
+        redis.call('ZREM', B .. ':jobs', id)
+        return
+    end
+    redis.call('HSET', k, 'state', to)
+    if field and is_live and not was_live then
+        redis.call('HSET', B .. ':keys', field, id)
+    end
+    if to == 'queued' then
+        place(id, row.queue, row.name, row.priority, row.run_at, now)
+    elseif to == 'running' then
+        redis.call('ZADD', B .. ':running', row.lease_expires_at, id)
+    else
+        redis.call('ZADD', B .. ':done:' .. to .. ':' .. row.name, row.created_at, id)
+    end
+end
+
+-- The fields `move` needs, read from the job's hash (nil for a missing job).
+local function load(id)
+    local r = redis.call('HMGET', jkey(id), 'state', 'name', 'queue', 'priority', 'run_at',
+        'key', 'created_at', 'lease_expires_at', 'claim_token', 'attempt', 'worker_id',
+        'lease_seconds', 'errors')
+    if not r[1] then return nil end
+    return {state = r[1], name = r[2], queue = r[3], priority = tonumber(r[4]),
+        run_at = tonumber(r[5]), key = r[6] or nil, created_at = tonumber(r[7]),
+        lease_expires_at = tonumber(r[8]), claim_token = r[9] or nil,
+        attempt = tonumber(r[10]), worker_id = r[11] or nil,
+        lease_seconds = tonumber(r[12]), errors = r[13] or '[]'}
+end
+
+-- The row a fenced write may touch: running under that claim token.
+local function owned(id, token)
+    local row = load(id)
+    if row == nil or row.state ~= 'running' or row.claim_token ~= token then return nil end
+    return row
+end
+
+local function set_optional(k, field, value)
+    if value == nil then redis.call('HDEL', k, field) else redis.call('HSET', k, field, value) end
+end
+
+local function wake(queues)
+    for queue, _ in pairs(queues) do
+        redis.call('PUBLISH', B .. ':wake', queue)
+    end
+end
+
+-- One job from 13 arguments at `at` (job_enqueue, job_enqueue_many, scheduler_fire): written
+-- unless a job has its id or a live job its name and idempotency key. Answers the status, the
+-- id and whether the job is due now by request (no run_at, no delay): the wake rule.
+local ENQUEUE_FIELDS = 13
+
+local function enqueue_one(a, at, now)
+    local id, name, queue = a[at], a[at + 1], a[at + 2]
+    local priority, run_at, delay = tonumber(a[at + 3]), opt(a[at + 4]), opt(a[at + 5])
+    local input, key, tenant, by = a[at + 6], opt(a[at + 7]), opt(a[at + 8]), opt(a[at + 9])
+    local max_attempts, lease, trace = a[at + 10], opt(a[at + 11]), opt(a[at + 12])
+    local k = jkey(id)
+    if redis.call('EXISTS', k) == 1 then return 'deduped', id, false end
+    if key then
+        local holder = redis.call('HGET', B .. ':keys', live_field(name, key))
+        if holder then return 'deduped', holder, false end
+    end
+    local due
+    if run_at then
+        due = tonumber(run_at)
+    else
+        due = now + math.floor(tonumber(delay or '0') * 1000000 + 0.5)
+    end
+    redis.call('HSET', k, 'name', name, 'queue', queue, 'state', 'queued',
+        'priority', priority, 'run_at', fmt(due), 'input', input, 'attempt', 0,
+        'max_attempts', max_attempts, 'errors', '[]', 'created_at', fmt(now),
+        'body_pending', 0)
+    if key then redis.call('HSET', k, 'key', key) end
+    if tenant then redis.call('HSET', k, 'tenant', tenant) end
+    if by then redis.call('HSET', k, 'enqueued_by', by) end
+    if lease then redis.call('HSET', k, 'lease_seconds', lease) end
+    if trace then redis.call('HSET', k, 'traceparent', trace) end
+    redis.call('ZADD', B .. ':jobs', now, id)
+    redis.call('SADD', B .. ':queues', queue)
+    redis.call('SADD', B .. ':names', name)
+    move(id, nil, 'queued', {name = name, queue = queue, priority = priority, run_at = due,
+        key = key}, now)
+    local by_request = run_at == nil and (delay == nil or tonumber(delay) == 0)
+    return 'created', id, by_request
+end
+
+-- ---------------------------------------------------------------------------------------------

@@ -1,0 +1,113 @@
+"""``RedisWake``: enqueue wakes over Redis pub/sub.
+
+Every script that makes a job due now (enqueue, promote, requeue, fire) publishes its queue on
+the store's wake channel. The subscription holds one connection of its own in ``SUBSCRIBE``,
+read by a daemon thread; waiting there sends no command, so an idle worker's cost is its polls
+alone. It counts as live only once a probe it published came back on that connection, and it
+reconnects with backoff whenever the connection fails; the worker's poll stays the guarantee.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from redis import exceptions as redis_errors
+
+logger = logging.getLogger("ultimat3_jobs.wake")
+
+POLL_SECONDS = 0.25
+"""How long one wait for a message lasts; :meth:`RedisWake.close` waits about this long."""
+
+BACKOFF_MIN_SECONDS = 0.2
+BACKOFF_MAX_SECONDS = 5.0
+JOIN_SECONDS = POLL_SECONDS + 1.0
+
+
+class RedisWake:
+    """A :class:`~ultimat3_jobs.drivers.base.WakeSubscription` on Redis: calls
+    ``on_wake(queue)`` for each message on ``channel``, from its own thread."""
+
+    def __init__(self, client: Any, channel: str, on_wake: Callable[[str], None]) -> None:
+        self._client = client
+        self.channel = channel
+        self.probe_channel = f"{channel}:probe"
+        self._on_wake = on_wake
+        self._stop = threading.Event()
+        self._live = threading.Event()
+        # Held while on_wake runs, so close() returns only once no call is in flight; reentrant
+        # so that on_wake may itself close the subscription.
+        self._deliver_lock = threading.RLock()
+        self._thread = threading.Thread(target=self._loop, name="jobs-wake-redis", daemon=True)
+        self._thread.start()
+
+    def is_live(self) -> bool:
+        """Whether the probe of the current connection came back."""
+        return self._live.is_set()
+
+    def close(self) -> None:
+        """Stop listening; no ``on_wake`` call follows."""
+        self._stop.set()
+        with self._deliver_lock:
+            pass
+        if self._thread is not threading.current_thread():
+            self._thread.join(JOIN_SECONDS)
+
+    def _loop(self) -> None:
+        delay = BACKOFF_MIN_SECONDS
+        while not self._stop.is_set():
+            try:
+                self._listen()
+                delay = BACKOFF_MIN_SECONDS
+            except (redis_errors.RedisError, OSError) as exc:
+                self._live.clear()
+                logger.warning(
+                    "jobs.wake.lost: the Redis wake connection failed (%s: %s); retrying in "
+                    "%.1fs, the poll carries on meanwhile",
+                    type(exc).__name__,
+                    exc,
+                    delay,
+                    extra={"event": "jobs.wake.lost"},
+                )
+                self._stop.wait(delay)
+                delay = min(delay * 2, BACKOFF_MAX_SECONDS)
+        self._live.clear()
+
+    def _listen(self) -> None:
+        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        try:
+            pubsub.subscribe(self.channel, self.probe_channel)
+            token = uuid.uuid4().hex
+            self._client.publish(self.probe_channel, token)
+            while not self._stop.is_set():
+                message = pubsub.get_message(timeout=POLL_SECONDS)
+                if message is None or message.get("type") != "message":
+                    continue
+                data = message["data"]
+                payload = data.decode("utf-8") if isinstance(data, bytes) else str(data)
+                channel = message["channel"]
+                channel = channel.decode("utf-8") if isinstance(channel, bytes) else channel
+                if channel == self.probe_channel:
+                    if payload == token:
+                        self._live.set()
+                    continue
+                self._deliver(payload)
+        finally:
+            self._live.clear()
+            pubsub.close()
+
+    def _deliver(self, queue: str) -> None:
+        with self._deliver_lock:
+            if self._stop.is_set():
+                return
+            try:
+                self._on_wake(queue)
+            except Exception:
+                logger.exception(
+                    "jobs.wake.callback_failed: on_wake(%r) raised",
+                    queue,
+                    extra={"event": "jobs.wake.callback_failed", "queue": queue},
+                )

@@ -1,0 +1,92 @@
+"""Claim-ahead: attempts claimed before a slot is free for them, started as slots free up.
+
+A worker that claims only when a slot frees pays a round trip per few jobs, and its slots stand
+empty while the claim runs. So the loop also claims the next batch while the current one runs,
+and a slot that frees starts the next claimed attempt at once, on the thread that freed it.
+
+How far ahead it claims is bounded twice. Never more than one batch (the worker's slots) beyond
+its free slots. And never more than its slots run in ``AHEAD_HORIZON_SECONDS``, judged from how
+long bodies took so far: an attempt claimed ahead waits for a slot with its lease running (the
+heartbeat renews it like any other), and one that waited past ``PENDING_MARK_AFTER_SECONDS``
+costs a statement to mark and one to clear. Until a body has ended, and for bodies that run for
+seconds, nothing is claimed ahead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from ultimat3_jobs.runtime.worker.attempt import Attempt
+
+AHEAD_HORIZON_SECONDS = 0.2
+"""Claim ahead no more than the slots would start in this long (well under the 0.5 s after which
+maintenance marks a waiting attempt pending)."""
+BATCH_MIN = 32
+"""A batch claimed ahead holds at least this many jobs, however few the slots: a worker whose
+bodies are short is bound by its round trips (claim, ack), not by its slots."""
+DURATION_WEIGHT = 0.1
+"""The weight of the latest body duration in the running mean."""
+
+
+class ClaimAhead:
+    """The attempts claimed ahead, in claim order, and how many more to claim."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = concurrency
+        self.batch = max(concurrency, BATCH_MIN)
+        self.settle_backlog = 2 * self.batch
+        """Attempts waiting for their ack past which nothing more is claimed (the settler is
+        behind)."""
+        self._waiting: deque[Attempt] = deque()
+        self._lock = threading.Lock()
+        self._mean_duration: float | None = None
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def body_took(self, seconds: float) -> None:
+        """A body ran for ``seconds``: fold it into the running mean."""
+        mean = self._mean_duration
+        self._mean_duration = seconds if mean is None else mean + DURATION_WEIGHT * (seconds - mean)
+
+    def target(self) -> int:
+        """How many attempts to hold ahead: up to one batch, as many as the slots start within
+        the horizon at the mean body duration; none before a body has ended."""
+        mean = self._mean_duration
+        if mean is None:
+            return 0
+        if mean <= 0:
+            return self.batch
+        return min(self.batch, int(AHEAD_HORIZON_SECONDS * self.concurrency / mean))
+
+    def wanted(self, free: int) -> int:
+        """How many to claim now, given ``free`` slots not filled from the waiting attempts:
+        nothing while at least half the target still waits (so a claim takes a batch, not one
+        row per freed slot), else the free slots plus the target less what waits."""
+        target = self.target()
+        waiting = len(self._waiting)
+        if free <= 0 and waiting * 2 >= target:
+            return 0
+        return max(0, free + target - waiting)
+
+    def add(self, attempt: Attempt) -> None:
+        with self._lock:
+            self._waiting.append(attempt)
+
+    def take(self) -> Attempt | None:
+        """The oldest waiting attempt, or ``None``."""
+        with self._lock:
+            return self._waiting.popleft() if self._waiting else None
+
+    def put_back(self, attempt: Attempt) -> None:
+        """An attempt taken but not started (no slot after all): first again."""
+        with self._lock:
+            self._waiting.appendleft(attempt)
+
+    def drain(self) -> list[Attempt]:
+        """Every waiting attempt, now out of this queue (the worker is stopping)."""
+        with self._lock:
+            waiting = list(self._waiting)
+            self._waiting.clear()
+            return waiting

@@ -1,0 +1,46 @@
+"""Webhooks out and in: ``webhook`` delivers one signed event to one endpoint, with a ledger of
+every attempt; ``webhook_receiver`` answers a Django view that verifies a delivery before it
+parses it and enqueues its job before it acknowledges it.
+
+The names load on first use, so importing this package (as ``models.py`` does, for the tables)
+touches neither settings nor the HTTP client.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.webhooks.inbound import (
+        ReceivedEvent,
+        standard_webhooks_verify,
+        webhook_receiver,
+        webhook_receiver_urls,
+    )
+    from ultimat3_jobs.webhooks.outbound import WebhookHandle, webhook
+
+__all__ = [
+    "ReceivedEvent",
+    "WebhookHandle",
+    "standard_webhooks_verify",
+    "webhook",
+    "webhook_receiver",
+    "webhook_receiver_urls",
+]
+
+_LAZY = {
+    "ReceivedEvent": "inbound",
+    "WebhookHandle": "outbound",
+    "standard_webhooks_verify": "inbound",
+    "webhook": "outbound",
+    "webhook_receiver": "inbound",
+    "webhook_receiver_urls": "inbound",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(f"ultimat3_jobs.webhooks.{_LAZY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'ultimat3_jobs.webhooks' has no attribute {name!r}")
