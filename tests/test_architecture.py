@@ -20,6 +20,7 @@ SEAM = [
     "drivers.job_driver",
     "drivers.outbox_store",
     "drivers.steps_seam",
+    "drivers.leases_seam",
 ]
 # Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
 SHIMS = ["tasks", "context", "worker"]
@@ -29,7 +30,7 @@ SURFACE = ["__init__", "apps", "checks", "urls", "views", *SHIMS]
 # and write through the ORM, as the admin does: never the hot path of the job store.
 FEATURE_PACKAGES = ("webhooks", "consumers", "subjects")
 # A feature's tables: models.py imports them so that Django (and its migrations) sees them.
-FEATURE_TABLES = ["webhooks.tables", "consumers.tables", "subjects.tables"]
+FEATURE_TABLES = ["webhooks.tables", "consumers.tables", "subjects.tables", "lease_tables"]
 
 
 def layer_of(module: str) -> str:

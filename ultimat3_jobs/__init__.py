@@ -23,13 +23,16 @@ if TYPE_CHECKING:
     from ultimat3_jobs.model.definitions import JobHandle, Retry, cron, job, task
     from ultimat3_jobs.model.enqueue import enqueue_by_name as enqueue
     from ultimat3_jobs.model.events import send_event
+    from ultimat3_jobs.model.limits import Concurrency, Rate
 
 __all__ = [
+    "Concurrency",
     "EnqueueResult",
     "JobContext",
     "JobHandle",
     "JobState",
     "LeaseExpired",
+    "Rate",
     "Retry",
     "Terminal",
     "cron",
@@ -45,6 +48,8 @@ _LAZY = {
     # Deprecated alias of cron: importing it is silent, calling it warns.
     "task": ("ultimat3_jobs.model.definitions", "task"),
     "Retry": ("ultimat3_jobs.model.definitions", "Retry"),
+    "Concurrency": ("ultimat3_jobs.model.limits", "Concurrency"),
+    "Rate": ("ultimat3_jobs.model.limits", "Rate"),
     "JobHandle": ("ultimat3_jobs.model.definitions", "JobHandle"),
     "JobContext": ("ultimat3_jobs.model.context", "JobContext"),
     "enqueue": ("ultimat3_jobs.model.enqueue", "enqueue_by_name"),

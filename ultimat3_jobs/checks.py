@@ -1,6 +1,7 @@
 """System checks: each problem of ``ULTIMAT3_JOBS`` as ``ultimat3_jobs.E0xx``, with the same
 message the settings loader raises, the databases the settings name (E050 to W053), and the
-cache the Redis driver takes its client from (E054)."""
+cache the Redis driver takes its client from (E054), and the declared limits the driver
+can enforce (E080)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from ultimat3_jobs.conf import Settings, get_settings, raw_setting, validate
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.model.tracing import check_traceparent_source
+from ultimat3_jobs.runtime.worker.limits import unenforceable
 
 DRIVER_CHECK_ID = "ultimat3_jobs.E010"
 STORE_VENDOR_CHECK_ID = "ultimat3_jobs.E050"
@@ -29,6 +32,7 @@ OUTBOX_TABLE = "x_outbox"
 OUTBOX_MIGRATION = ("ultimat3_jobs", "0002_outbox")
 HINT = "See docs/reference/settings.md."
 TRACEPARENT_CHECK_ID = "ultimat3_jobs.E060"
+LIMITS_CHECK_ID = "ultimat3_jobs.E080"
 
 
 @checks.register(checks.Tags.compatibility)
@@ -43,6 +47,17 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     if not problems:
         problems = check_database_vendors(get_settings()) + check_redis_alias(get_settings())
     return [checks.Error(message, id=check_id, hint=HINT) for check_id, message in problems]
+
+
+@checks.register(checks.Tags.compatibility)
+def check_limits_enforceable(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Every declared ``concurrency`` and ``rate`` can be enforced: the driver keeps leases."""
+    if validate(raw_setting()) or check_driver_importable(get_settings()):
+        return []  # reported by check_settings
+    refused = unenforceable(get_driver(), registry.definitions())
+    if refused is None:
+        return []
+    return [checks.Error(str(refused), id=LIMITS_CHECK_ID, hint="See docs/guides/limits.md.")]
 
 
 def check_driver_importable(settings: Settings) -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings as django_settings
 
 from ultimat3_jobs.errors import JobsConfigurationError
+from ultimat3_jobs.records import LIMIT_KEYS, ProcessLimits
 from ultimat3_jobs.types import QUEUE_NAME_PATTERN
 
 SETTING_NAME = "ULTIMAT3_JOBS"
@@ -54,6 +55,9 @@ RELAY_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
+ON_SETTLED_ATTEMPTS_DEFAULT = 3
+LIMITS_DEFAULT = ProcessLimits()
+
 WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT = 100
 WEBHOOK_ALLOWED_NETWORKS_DEFAULT: tuple[str, ...] = ()
 WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT = 5.0
@@ -101,6 +105,8 @@ class Settings:
     scheduler_lease_seconds: float = SCHEDULER_LEASE_SECONDS_DEFAULT
     scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
     traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
+    limits: ProcessLimits = LIMITS_DEFAULT
+    on_settled_attempts: int = ON_SETTLED_ATTEMPTS_DEFAULT
     webhook_disable_after_failures: int = WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT
     webhook_allowed_networks: tuple[str, ...] = WEBHOOK_ALLOWED_NETWORKS_DEFAULT
     webhook_connect_timeout_seconds: float = WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT
@@ -195,6 +201,21 @@ def _callable_path(key: str, value: Any) -> str | None:
     return _problem(key, "must be None, a callable, or the dotted path of one", value)
 
 
+def _limits(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) - set(LIMIT_KEYS):
+        rule = f"must be a dict of {', '.join(LIMIT_KEYS)}, each None or a number at least 0"
+        return _problem(key, rule, value)
+    for name in LIMIT_KEYS:
+        check = number(minimum=0, maximum=1e6, integer=name not in ("RATE", "BURST"))
+        problem = value.get(name) is not None and check(name, value[name])
+        if problem:  # the number's rule, then the whole LIMITS value
+            named = problem.replace(f"[{name!r}]", f"[{key!r}][{name!r}]", 1)
+            return f"{named.rsplit('; got ', 1)[0]}; got {_describe(value)}."
+    return None
+
+
 def _networks(key: str, value: Any) -> str | None:
     rule = 'must be a list of networks ("127.0.0.1/32", "10.0.0.0/8", "::1")'
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
@@ -255,6 +276,8 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
         number(minimum=1, maximum=86400),
     ),
     ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
+    ("LIMITS", "ultimat3_jobs.E061", _limits),
+    ("ON_SETTLED_ATTEMPTS", "ultimat3_jobs.E062", number(minimum=1, maximum=10, integer=True)),
     (
         "WEBHOOK_DISABLE_AFTER_FAILURES",
         "ultimat3_jobs.E070",
@@ -364,6 +387,9 @@ def get_settings() -> Settings:
     for key in FLOAT_KEYS:
         if key in values:
             values[key] = float(values[key])
+    limits = values.pop("limits", None)
+    if limits is not None:
+        values["limits"] = ProcessLimits(**{name.lower(): limits.get(name) for name in LIMIT_KEYS})
     if "webhook_allowed_networks" in values:
         values["webhook_allowed_networks"] = tuple(values["webhook_allowed_networks"])
     return Settings(**values)

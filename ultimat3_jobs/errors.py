@@ -25,6 +25,8 @@ The tree::
     ├── CancelReasonInvalid (ValueError)       X_CANCEL_REASON_INVALID
     ├── JobAborted                             X_ABORTED
     ├── JobLeaseLost                           X_JOB_LEASE_LOST
+├── ConcurrencyUnenforceable               X_JOB_CONCURRENCY_UNENFORCEABLE
+├── ConcurrencyKeyInvalid (ValueError)     X_JOB_CONCURRENCY_KEY_INVALID
     ├── StepError                              X_STEP
     │   ├── StepInvalid (ValueError)           X_STEP_INVALID
     │   ├── StepMismatch                       X_STEP_MISMATCH
@@ -229,6 +231,18 @@ class JobLeaseLost(JobsError):
     write was refused and nothing was written."""
 
     code = "X_JOB_LEASE_LOST"
+
+
+class ConcurrencyUnenforceable(JobsError):
+    """A job declares a concurrency or rate limit and the driver keeps no leases to enforce it."""
+
+    code = "X_JOB_CONCURRENCY_UNENFORCEABLE"
+
+
+class ConcurrencyKeyInvalid(JobsError, ValueError):
+    """A job's concurrency or rate key function answered something other than a short string."""
+
+    code = "X_JOB_CONCURRENCY_KEY_INVALID"
 
 
 class StepError(JobsError):

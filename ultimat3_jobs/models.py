@@ -16,6 +16,7 @@ from django.db.models.functions import Now
 
 from ultimat3_jobs.consumers.tables import ConsumerCursor  # noqa: F401  (a feature's table)
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
+from ultimat3_jobs.lease_tables import JobLease  # noqa: F401  (the limits' table)
 from ultimat3_jobs.subjects.tables import SubjectRequest  # noqa: F401  (a feature's table)
 from ultimat3_jobs.types import (
     LIVE_STATES,

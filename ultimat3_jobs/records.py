@@ -126,3 +126,20 @@ class BulkResult:
     def __iter__(self) -> Iterator[int]:
         """``moved, remaining = result``."""
         return iter((self.moved, self.remaining))
+
+
+LIMIT_KEYS = ("IN_FLIGHT", "PER_QUEUE", "PER_TENANT", "RATE", "BURST")
+"""The per-process limiter's numbers (``LIMITS``); a missing one (or ``None``) does not limit."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessLimits:
+    """``ULTIMAT3_JOBS["LIMITS"]``: what one worker process claims at most. ``in_flight``
+    attempts in all, ``per_queue`` per queue, ``per_tenant`` per tenant, and ``rate`` claims per
+    second with ``burst`` claims at once. ``None`` does not limit; 0 is a hard stop."""
+
+    in_flight: int | None = None
+    per_queue: int | None = None
+    per_tenant: int | None = None
+    rate: float | None = None
+    burst: float | None = None

@@ -183,6 +183,18 @@ PARAMS: dict[str, dict[str, Any]] = {
     "job_suspend": {"id": A, "claim_token": A, "step": "s"},
     "event_send": {"name": "e", "key": "", "payload": "1", "tenant_id": None, "ttl_seconds": 60.0},
     "events_purge_expired": {"limit": 10},
+    "lease_acquire": {
+        "job_id": A,
+        "claim_token": A,
+        "key": "job:tests.echo",
+        "limit": 2,
+        "kind": "concurrency",
+        "ttl_seconds": 0.0,
+    },
+    "lease_give_back": {"key": "job:tests.echo", "slot": 0, "job_id": A, "claim_token": A},
+    "lease_holders": {"key": "job:tests.echo"},
+    "lease_abandon": {"job_id": A, "claim_token": A},
+    "lease_release": {"key": "job:tests.echo"},
 }
 
 

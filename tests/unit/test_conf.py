@@ -53,6 +53,8 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("SCHEDULER_MISSED_AFTER_SECONDS", 0, "ultimat3_jobs.E046", "from 1 to 86400"),
     ("TRACEPARENT", 42, "ultimat3_jobs.E060", "must be None, a callable, or the dotted path"),
     ("TRACEPARENT", "no_dot", "ultimat3_jobs.E060", "the dotted path of one"),
+    ("LIMITS", {"RATE": -1}, "ultimat3_jobs.E061", "['RATE'] must be a finite number from 0"),
+    ("ON_SETTLED_ATTEMPTS", 0, "ultimat3_jobs.E062", "an integer from 1 to 10"),
     ("WEBHOOK_DISABLE_AFTER_FAILURES", 0, "ultimat3_jobs.E070", "an integer from 1 to 100000"),
     ("WEBHOOK_ALLOWED_NETWORKS", "10.0.0.0/8", "ultimat3_jobs.E071", "must be a list of networks"),
     ("WEBHOOK_ALLOWED_NETWORKS", ["10.0.0.0/33"], "ultimat3_jobs.E071", "'10.0.0.0/33' is not one"),

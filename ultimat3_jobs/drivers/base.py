@@ -34,6 +34,12 @@ from ultimat3_jobs.drivers.common import (
     writes_now,
 )
 from ultimat3_jobs.drivers.job_driver import JobDriver, describe
+from ultimat3_jobs.drivers.leases_seam import (
+    LeaseGrant,
+    LeaseHolder,
+    LeaseMethods,
+    LeaseRequest,
+)
 from ultimat3_jobs.drivers.operating import OperatorSeam
 from ultimat3_jobs.drivers.outbox_store import OutboxStore
 
@@ -47,6 +53,10 @@ __all__ = [
     "RESCUE_BATCH_DEFAULT",
     "JobDriver",
     "JobListQuery",
+    "LeaseGrant",
+    "LeaseHolder",
+    "LeaseMethods",
+    "LeaseRequest",
     "OperatorSeam",
     "OutboxStore",
     "WakeSubscription",

@@ -2,7 +2,8 @@
 
 Layer L2: imports L1 only. A runtime module is handed a driver (see :func:`get_driver`); it never
 imports a concrete one. Every driver passes the one parity suite (``tests/drivers/``), which checks
-the semantics written in the docstrings below and in ``operating.py``.
+the semantics written in the docstrings below and in ``operating.py``, ``steps_seam.py`` and
+``leases_seam.py`` (the lease store, which a driver may lack).
 
 Rules every driver keeps:
 
@@ -27,6 +28,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from ultimat3_jobs.drivers.common import RESCUE_BATCH_DEFAULT, WakeSubscription
+from ultimat3_jobs.drivers.leases_seam import LeaseMethods
 from ultimat3_jobs.drivers.operating import OperatorSeam
 from ultimat3_jobs.drivers.steps_seam import StepMethods
 from ultimat3_jobs.types import (
@@ -48,7 +50,7 @@ from ultimat3_jobs.types import (
 )
 
 
-class JobDriver(StepMethods, OperatorSeam, abc.ABC):
+class JobDriver(StepMethods, LeaseMethods, OperatorSeam, abc.ABC):
     """A job store. Methods are named ``noun_verb[_many]``, the same name as the SQL statement
     or script that implements them and the parity tests that pin them; all arguments after
     ``self`` are keyword-only."""

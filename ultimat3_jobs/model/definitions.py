@@ -26,7 +26,10 @@ from ultimat3_jobs.model.job_definition import (
     TenantRule,
     check_declaration,
     refuse,
+    resolve_concurrency,
+    resolve_rate,
 )
+from ultimat3_jobs.model.limits import Concurrency, Rate
 from ultimat3_jobs.model.options import EnqueueOptions, options_from
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.types import (
@@ -39,7 +42,17 @@ from ultimat3_jobs.types import (
 if TYPE_CHECKING:
     from ultimat3_jobs.model.context import JobContext
 
-__all__ = ["JobCall", "JobDefinition", "JobHandle", "Retry", "cron", "job", "task"]
+__all__ = [
+    "Concurrency",
+    "JobCall",
+    "JobDefinition",
+    "JobHandle",
+    "Rate",
+    "Retry",
+    "cron",
+    "job",
+    "task",
+]
 
 
 @overload
@@ -61,6 +74,8 @@ def job(
     dead_letter: bool = True,
     on_settled: SettledHook | None = None,
     sensitive: Iterable[str] = (),
+    concurrency: int | Concurrency | None = None,
+    rate: Rate | None = None,
 ) -> Callable[[Callable[..., Any]], JobHandle]: ...
 
 
@@ -78,6 +93,8 @@ def job(
     dead_letter: bool = True,
     on_settled: SettledHook | None = None,
     sensitive: Iterable[str] = (),
+    concurrency: int | Concurrency | None = None,
+    rate: Rate | None = None,
 ) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
     """Declare a job. The body takes a :class:`~ultimat3_jobs.model.context.JobContext` first and
     its input as keyword arguments::
@@ -91,7 +108,10 @@ def job(
     ``ULTIMAT3_JOBS['DEFAULT_TENANT']`` is ``"none"``. ``timeout`` bounds one attempt's run;
     ``lease_seconds`` overrides ``VISIBILITY_TIMEOUT_SECONDS`` for this job. ``sensitive``
     names input fields the operator surface redacts. ``on_settled(ctx, outcome)`` runs once
-    after the job ends for good. Declaring registers the job; a duplicate name is refused.
+    after the job ends for good. ``concurrency`` (a count or a
+    :class:`~ultimat3_jobs.model.limits.Concurrency`) and ``rate`` (a
+    :class:`~ultimat3_jobs.model.limits.Rate`) limit its runs across every worker. Declaring
+    registers the job; a duplicate name is refused.
     """
 
     return _declarer(
@@ -107,6 +127,8 @@ def job(
         on_settled=on_settled,
         sensitive=sensitive,
         schedule=None,
+        concurrency=concurrency,
+        rate=rate,
     )
 
 
@@ -124,6 +146,8 @@ def _declarer(
     on_settled: SettledHook | None,
     sensitive: Iterable[str],
     schedule: Schedule | None,
+    concurrency: int | Concurrency | None = None,
+    rate: Rate | None = None,
 ) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
     def declare(body: Callable[..., Any]) -> JobHandle:
         if not callable(body):
@@ -167,6 +191,8 @@ def _declarer(
             is_async=inspect.iscoroutinefunction(body),
             signature=signature,
             schedule=schedule,
+            concurrency=resolve_concurrency(job_name, concurrency),
+            rate=resolve_rate(job_name, rate),
         )
         check_declaration(definition)
         if schedule is not None:
@@ -294,6 +320,8 @@ def cron(
     tenant: TenantRule = UNSET,
     dead_letter: bool = True,
     on_settled: SettledHook | None = None,
+    concurrency: int | Concurrency | None = None,
+    rate: Rate | None = None,
 ) -> Any:
     """Declare a cron job: a job the scheduler fires on ``cron`` in the time zone ``tz``
     (both required)::
@@ -330,6 +358,8 @@ def cron(
         on_settled=on_settled,
         sensitive=(),
         schedule=schedule,
+        concurrency=concurrency,
+        rate=rate,
     )
 
     assert callable(declarer) and not isinstance(declarer, JobHandle)

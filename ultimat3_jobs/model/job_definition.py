@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobDeclarationInvalid
 from ultimat3_jobs.model.cron import Schedule
+from ultimat3_jobs.model.limits import LIMIT_MAX, PER_SECONDS, Concurrency, Rate, count_ok
 from ultimat3_jobs.types import (
     JOB_NAME_PATTERN,
     PRIORITY_DEFAULT,
@@ -129,6 +130,15 @@ class JobDefinition:
     signature: inspect.Signature | None = None
     schedule: Schedule | None = None
     """Set for a cron job: the scheduler fires it on this cron schedule."""
+    concurrency: Concurrency | None = None
+    """At most this many runs at once (see :func:`resolve_concurrency`)."""
+    rate: Rate | None = None
+    """At most this many starts per period."""
+
+    @property
+    def limited(self) -> bool:
+        """Whether a run must hold leases before its body starts."""
+        return self.concurrency is not None or self.rate is not None
 
     @property
     def location(self) -> str:
@@ -181,3 +191,39 @@ def check_declaration(definition: JobDefinition) -> None:
         raise refuse(name, "tenant", 'must be "none" or a callable of the input', definition.tenant)
     if definition.on_settled is not None and not callable(definition.on_settled):
         raise refuse(name, "on_settled", "must be callable", definition.on_settled)
+
+
+def resolve_concurrency(job_name: str, value: Any) -> Concurrency | None:
+    """The declared ``concurrency`` (a count or a :class:`Concurrency`) resolved once, checked;
+    ``None`` for none."""
+    if value is None:
+        return None
+    if not isinstance(value, Concurrency):
+        if not count_ok(value):
+            rule = f"must be an integer from 1 to {LIMIT_MAX} or a Concurrency(...)"
+            raise refuse(job_name, "concurrency", rule, value)
+        return Concurrency(limit=value)
+    if not count_ok(value.limit):
+        rule = f"must be an integer from 1 to {LIMIT_MAX}"
+        raise refuse(job_name, "concurrency.limit", rule, value.limit)
+    if value.key is not None and not callable(value.key):
+        raise refuse(job_name, "concurrency.key", "must be a function of the input", value.key)
+    if value.when_busy not in ("wait", "fail"):
+        raise refuse(job_name, "concurrency.when_busy", 'must be "wait" or "fail"', value.when_busy)
+    return value
+
+
+def resolve_rate(job_name: str, value: Any) -> Rate | None:
+    """The declared ``rate``, checked; ``None`` for none."""
+    if value is None:
+        return None
+    if not isinstance(value, Rate):
+        raise refuse(job_name, "rate", "must be a Rate(count, per=...)", value)
+    if not count_ok(value.count):
+        rule = f"must be an integer from 1 to {LIMIT_MAX}"
+        raise refuse(job_name, "rate.count", rule, value.count)
+    if not isinstance(value.per, str) or value.per not in PER_SECONDS:
+        raise refuse(job_name, "rate.per", 'must be "second", "minute" or "hour"', value.per)
+    if value.key is not None and not callable(value.key):
+        raise refuse(job_name, "rate.key", "must be a function of the input", value.key)
+    return value

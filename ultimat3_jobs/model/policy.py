@@ -16,7 +16,7 @@ from ultimat3_jobs.model.definitions import JobDefinition, Retry
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.types import ExpiredAttempt, FailureDecision, NackAction
 
-Ending = Literal["completed", "dead-lettered", "dropped"]
+Ending = Literal["completed", "dead-lettered", "dropped", "refused"]
 
 ENDINGS: dict[NackAction, Ending | None] = {
     "retry": None,

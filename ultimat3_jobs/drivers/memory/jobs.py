@@ -197,6 +197,7 @@ class JobStatements(MemoryState):
                     continue
                 seconds = row.lease_seconds if row.lease_seconds is not None else lease_seconds
                 row.lease_expires_at = now + timedelta(seconds=float(seconds))
+                self._renew_slots(row)  # limits: its concurrency slots follow its lease
                 row.progress_json = given.get(job_id, row.progress_json)
                 landed.add(row.id)
         beat = Heartbeat(renewed=frozenset(landed))

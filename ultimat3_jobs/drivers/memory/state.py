@@ -10,9 +10,10 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS
+from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, LeaseHolder
 from ultimat3_jobs.drivers.memory.heaps import ClaimHeaps
 from ultimat3_jobs.drivers.memory.rows import (
     CounterKey,
@@ -66,6 +67,9 @@ class MemoryState(ClaimHeaps):
         self._tasks: dict[str, CronState] = {}
         self._leaders: dict[str, tuple[str, int, datetime]] = {}
         self._wakes: list[MemoryWake] = []
+        # x_job_leases: (key, slot) -> row; a job's concurrency slots by job id (leases.py).
+        self._leases: dict[tuple[str, int], LeaseHolder] = {}
+        self._lease_jobs: dict[uuid.UUID, set[tuple[str, int]]] = {}
 
     # -- the store's clock and test support ---------------------------------------------------
 
@@ -166,6 +170,7 @@ class MemoryState(ClaimHeaps):
             self._drop_entry(row, popped=popped)
         elif old is JobState.RUNNING:
             self._running.pop(row.id, None)
+            self._free_slots(row.id)  # limits: a run's slots go with its settle or rescue
         key = (row.name, row.idempotency_key) if row.idempotency_key is not None else None
         was_live = old in LIVE_STATES
         is_live = state is not None and state in LIVE_STATES
@@ -181,6 +186,22 @@ class MemoryState(ClaimHeaps):
             self._running[row.id] = None
         elif state is JobState.QUEUED:
             self._push(row)
+
+    def _free_slots(self, job_id: uuid.UUID) -> int:
+        """Delete the concurrency slots ``job_id`` holds; answers how many went."""
+        held = self._lease_jobs.pop(job_id, set())
+        for place in held:
+            self._leases.pop(place, None)
+        return len(held)
+
+    def _renew_slots(self, row: _Row) -> None:
+        """The heartbeat moved ``row``'s lease: its concurrency slots expire with it."""
+        if row.lease_expires_at is None:
+            return
+        for place in self._lease_jobs.get(row.id, ()):
+            lease = self._leases.get(place)
+            if lease is not None and lease.claim_token == row.claim_token:
+                self._leases[place] = replace(lease, expires_at=row.lease_expires_at)
 
     def _count(self, job_name: str, now: datetime, column: str) -> None:
         bucket = _as_utc(now).replace(second=0, microsecond=0)

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
 from ultimat3_jobs.drivers.memory.counters import CounterStatements
 from ultimat3_jobs.drivers.memory.jobs import JobStatements
+from ultimat3_jobs.drivers.memory.leases import LeaseStatements
 from ultimat3_jobs.drivers.memory.operator import OperatorStatements
 from ultimat3_jobs.drivers.memory.pauses import PauseStatements
 from ultimat3_jobs.drivers.memory.rows import _as_utc
@@ -38,6 +39,7 @@ class MemoryDriver(
     SchedulerStatements,
     WorkerStatements,
     StepStatements,
+    LeaseStatements,
     JobDriver,
 ):
     """Jobs in a dict of this process, guarded by one lock."""
@@ -68,6 +70,8 @@ class MemoryDriver(
             self._leaders.clear()
             self._steps.clear()
             self._events.clear()
+            self._leases.clear()
+            self._lease_jobs.clear()
 
     def _set_run_at(self, job_id: uuid.UUID, when: datetime) -> None:
         """Move a job's ``run_at``, as the PostgreSQL tests do with an UPDATE (test support)."""

@@ -3,8 +3,9 @@
 Statements run on ``connections[database]``, so an enqueue inside ``transaction.atomic()`` on that
 alias commits or rolls back with the caller's transaction. Every statement is a named one of
 ``sql/*.sql``; its rows are read by column name (``rows/``). This module holds the worker's job
-methods; the operator's (``operating.py``), the scheduler's (``scheduling.py``) and the worker
-registry's (``registry.py``) are mixed in, each class translating its own public methods.
+methods; the operator's (``operating.py``), the scheduler's (``scheduling.py``), the worker
+registry's (``registry.py``), the steps' (``steps.py``) and the leases' (``leases.py``) are mixed
+in, each class translating its own public methods.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
     log_unsettled,
 )
+from ultimat3_jobs.drivers.postgres.leases import LeaseStatements
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.operating import OperatorMethods
 from ultimat3_jobs.drivers.postgres.params import (
@@ -76,7 +78,9 @@ __all__ = ["WAKE_CHANNEL", "PostgresDriver", "batch_params"]
 
 
 @speaks_seam_errors
-class PostgresDriver(OperatorMethods, SchedulerMethods, WorkerMethods, StepStatements, JobDriver):
+class PostgresDriver(
+    OperatorMethods, SchedulerMethods, WorkerMethods, StepStatements, LeaseStatements, JobDriver
+):
     """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias; raises the seam's
     errors, never the database's (``drivers/postgres/translate.py``)."""
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.records import ProcessLimits
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 
 
@@ -31,6 +32,8 @@ class WorkerConfig:
     ack_flush: float = 0.005
     progress_interval: float = 1.0
     use_wake: bool = True
+    limits: ProcessLimits = field(default_factory=ProcessLimits)
+    """The per-process limiter (``ULTIMAT3_JOBS["LIMITS"]``, see ``limiter.py``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **options: Any) -> WorkerConfig:
@@ -50,6 +53,7 @@ class WorkerConfig:
             timeout_grace=s.timeout_grace_seconds,
             ack_flush=s.ack_flush_seconds,
             progress_interval=s.progress_interval_seconds,
+            limits=s.limits,
         )
         chosen = {key: value for key, value in options.items() if value is not None}
         if "queues" in chosen:

@@ -39,6 +39,7 @@ from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
 from ultimat3_jobs.runtime.worker.held import HeldThreads
+from ultimat3_jobs.runtime.worker.limits import WorkerLimits
 from ultimat3_jobs.runtime.worker.maintenance import Maintenance
 from ultimat3_jobs.runtime.worker.recycle import Recycle
 from ultimat3_jobs.runtime.worker.release import release
@@ -106,6 +107,9 @@ class Worker:
             hooks=self._hooks,
             on_retry=self._retry_written,
         )
+        # hook: limits — refused at start when unenforceable; then before and after each claim
+        self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
+        self._limits.wakes(self._signal)
         self._maintenance = Maintenance(
             driver=driver,
             config=config,
@@ -165,13 +169,14 @@ class Worker:
                 # Cleared before looking, so a signal that arrives while we look is kept.
                 self._signal.clear()
                 self._start_waiting()
-                want = self._claim_size()
-                wait: float | None = None
+                want, queues, wait = self._limits.plan(  # hook: limits (the per-process limiter)
+                    self.config.queues, self._claim_size(), self.running_attempts
+                )
                 if want > 0:
                     looked_at = time.monotonic()
                     try:
                         jobs = self.driver.job_claim(
-                            queues=self.config.queues,
+                            queues=queues,
                             limit=want,
                             worker_id=self.config.worker_id,
                             lease_seconds=self.config.lease_seconds,
@@ -184,7 +189,7 @@ class Worker:
                         self._signal.wait(store_wait)
                         continue
                     self.claim_count += 1
-                    for job in jobs:
+                    for job in self._limits.admit(jobs):  # hook: limits (the lease gate)
                         self._ahead.add(self._track(job))
                     self._start_waiting()
                     if jobs:
@@ -295,6 +300,7 @@ class Worker:
 
     def _done(self, attempt: Attempt, how: str) -> None:
         """The settler wrote (or skipped) this attempt's ending: forget it."""
+        self._limits.done(attempt)  # hook: limits — a run that never started abandons its slots
         self._release_slot(attempt)
         with self._lock:
             self._running.pop(attempt.job.id, None)

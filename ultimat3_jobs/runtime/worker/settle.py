@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
+from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.context import JobContext, install_tenant, uninstall_tenant
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
@@ -237,13 +238,24 @@ class Settler(threading.Thread):
 
 
 def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Ending) -> None:
-    """Run ``on_settled(ctx, ending)``; its errors are logged, never rethrown."""
-    try:
-        hook(ctx, ending)
-    except Exception:
-        logger.exception(
-            "jobs.settled.hook_failed: on_settled of %s (%s) raised", ctx.name, ctx.job_id
-        )
+    """Run ``on_settled(ctx, ending)`` in the job's tenant scope, up to ``ON_SETTLED_ATTEMPTS``
+    times until it returns; each error is logged, none rethrown."""
+    tries = get_settings().on_settled_attempts
+    for attempt in range(1, tries + 1):
+        token = install_tenant(ctx.tenant_id)
+        try:
+            hook(ctx, ending)
+            return
+        except Exception:
+            logger.exception(
+                "jobs.settled.hook_failed: on_settled of %s (%s) raised (try %s of %s)",
+                ctx.name,
+                ctx.job_id,
+                attempt,
+                tries,
+            )
+        finally:
+            uninstall_tenant(token)
 
 
 def _refused_error(

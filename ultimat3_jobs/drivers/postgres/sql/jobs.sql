@@ -243,6 +243,9 @@ with done as (
         as a(id, token, result, progress)
     where j.id = a.id and j.state = 'running' and j.claim_token = a.token
     returning j.id, j.name
+), freed as (
+    -- limits: the run's concurrency slots go with its settle (x_job_leases)
+    delete from x_job_leases l using done d where l.job_id = d.id and l.kind = 'concurrency'
 ), counter_deltas({{counter_columns}}) as (
     select d.name, 'minute', date_trunc('minute', now()), count(*), 0, 0, 0, 0, 0
     from done d
@@ -293,6 +296,9 @@ with given as (
     select id, name, action, counts from kept
     union all
     select id, name, action, counts from dropped
+), freed as (
+    -- limits: the run's concurrency slots go with its settle (x_job_leases)
+    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
 ), counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()),
            count(*) filter (where s.action = 'complete'),
@@ -325,6 +331,9 @@ with settled as (
         worker_id = null
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
     returning j.id, j.name
+), freed as (
+    -- limits: the run's concurrency slots go with its settle (x_job_leases)
+    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
 ), counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()), 0, 1, 0, 0, 0, 0
     from settled s
@@ -348,6 +357,9 @@ with settled as (
         lease_expires_at = null
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
     returning j.id, j.name
+), freed as (
+    -- limits: the run's concurrency slots go with its settle (x_job_leases)
+    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
 ), counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()), 0, 0,
            case when %(counts_as_attempt)s then 1 else 0 end, 0,
@@ -364,6 +376,9 @@ with settled as (
     delete from x_jobs j
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
     returning j.id, j.name
+), freed as (
+    -- limits: the run's concurrency slots go with its settle (x_job_leases)
+    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
 ), counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()), 0, 0, 0, 1, 0, 0
     from settled s
@@ -396,7 +411,13 @@ with given as (
     from locked l
     join given g on g.id = l.id
     where j.id = l.id and j.state = 'running' and j.claim_token = g.token
-    returning j.id
+    returning j.id, j.claim_token, j.lease_expires_at
+), leases_renewed as (
+    -- limits: a renewed attempt's concurrency slots follow its lease (x_job_leases)
+    update x_job_leases s
+    set expires_at = r.lease_expires_at
+    from renewed r
+    where s.job_id = r.id and s.claim_token = r.claim_token and s.kind = 'concurrency'
 )
 select j.id, exists (select 1 from renewed r where r.id = j.id) as renewed
 from x_jobs j
@@ -431,6 +452,9 @@ with cancelled as (
                           'attempt', attempt, 'worker_id', worker_id, 'at', now())) end
     where id = %(id)s and state in ('queued', 'running')
     returning id, name
+), freed as (
+    -- limits: a cancelled run's concurrency slots go at once (x_job_leases)
+    delete from x_job_leases l using cancelled c where l.job_id = c.id and l.kind = 'concurrency'
 ), counter_deltas({{counter_columns}}) as (
     select c.name, 'minute', date_trunc('minute', now()), 0, 0, 0, 0, 0, 1
     from cancelled c
@@ -527,6 +551,9 @@ with decided as (
     select id, name, action, attempt, counts from kept
     union all
     select id, name, action, attempt, counts from dropped
+), freed as (
+    -- limits: a rescued attempt's concurrency slots go with it (x_job_leases)
+    delete from x_job_leases l using rescued r where l.job_id = r.id and l.kind = 'concurrency'
 ), counter_deltas({{counter_columns}}) as (
     select r.name, 'minute', date_trunc('minute', now()), 0,
            count(*) filter (where r.action = 'retry'),

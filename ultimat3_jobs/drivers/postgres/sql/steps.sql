@@ -130,6 +130,9 @@ with step as (
     where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
       and exists (select 1 from step)
     returning j.id
+), freed as (
+    -- limits: a suspended run lets its concurrency slots go (x_job_leases)
+    delete from x_job_leases l using suspended s where l.job_id = s.id and l.kind = 'concurrency'
 )
 select id from suspended
 

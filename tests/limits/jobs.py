@@ -1,0 +1,81 @@
+"""Jobs with limits, kept out of the global registry except while a test of this package runs
+(``conftest.py``): a driver without a lease store elsewhere in the suite never meets them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ultimat3_jobs import Concurrency, Rate, job
+from ultimat3_jobs.model.context import current_tenant
+
+SETTLED: list[tuple[str, str]] = []
+
+
+def _settled(ctx: Any, ending: str) -> None:
+    SETTLED.append((str(ctx.job_id), ending))
+
+
+@job(name="tests.limits.one_at_a_time", tenant="none", concurrency=1)
+def one_at_a_time(ctx: Any, *, sleep: float = 0.02) -> None:
+    time.sleep(sleep)
+
+
+@job(
+    name="tests.limits.per_key",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=1),
+)
+def per_key(ctx: Any, *, key: str, sleep: float = 0.02) -> None:
+    time.sleep(sleep)
+
+
+@job(
+    name="tests.limits.per_key_three",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=3),
+)
+def per_key_three(ctx: Any, *, key: str, sleep: float = 0.02) -> None:
+    time.sleep(sleep)
+
+
+@job(
+    name="tests.limits.exclusive",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=1, when_busy="fail"),
+    on_settled=_settled,
+)
+def exclusive(ctx: Any, *, key: str) -> str:
+    return key
+
+
+@job(
+    name="tests.limits.bad_key",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input.get("key"), limit=1),
+    on_settled=_settled,
+)
+def bad_key(ctx: Any, **input: Any) -> None: ...
+
+
+@job(name="tests.limits.rated", tenant="none", rate=Rate(20, per="second"))
+def rated(ctx: Any, *, n: int) -> int:
+    return n
+
+
+HOOK_CALLS: list[tuple[str, str, str | None]] = []
+"""(job id, ending, the tenant the hook saw) per call of flaky_hook."""
+
+
+def _flaky_hook(ctx: Any, ending: str) -> None:
+    HOOK_CALLS.append((str(ctx.job_id), ending, current_tenant()))
+    if len(HOOK_CALLS) < 3:
+        raise RuntimeError(f"hook fails on call {len(HOOK_CALLS)}")
+
+
+@job(name="tests.limits.hooked", tenant=lambda input: input["org"], on_settled=_flaky_hook)
+def hooked(ctx: Any, *, org: str) -> str:
+    return org
+
+
+HANDLES = [one_at_a_time, per_key, per_key_three, exclusive, bad_key, rated, hooked]

@@ -1,0 +1,97 @@
+"""The lease store of the PostgreSQL driver (``sql/leases.sql``), mixed into
+:class:`~ultimat3_jobs.drivers.postgres.driver.PostgresDriver`.
+
+Slots live in ``x_job_leases``, one row per held slot. ``lease_acquire`` runs one statement per
+request, in autocommit like every other write of the worker. Acquirers of one key take turns on
+the key's advisory lock, never waiting for it: a statement that found the lock taken, or that
+lost a race for a slot (another acquirer inserted it after its snapshot), runs again with a
+fresh snapshot, a few times at most, and the key is then answered busy. The settle, heartbeat,
+rescue and suspend statements (``sql/jobs.sql``, ``sql/steps.sql``) free and renew an attempt's
+slots themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import ClassVar
+
+from ultimat3_jobs.drivers.leases_seam import LeaseGrant, LeaseHolder, LeaseRequest
+from ultimat3_jobs.drivers.postgres.rows import leases as lease_rows
+from ultimat3_jobs.drivers.postgres.rows.result import fetch
+from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
+from ultimat3_jobs.models import RawStatementManager
+
+logger = logging.getLogger("ultimat3_jobs.driver")
+
+RACE_RETRIES = 8
+"""How many times one request runs again after finding its key's lock taken or losing a race
+for a free slot."""
+RACE_PAUSE_SECONDS = 0.001
+"""The pause before running again, times the tries so far: the other acquirer's statement is
+about one round trip long."""
+
+
+@speaks_seam_errors
+class LeaseStatements:
+    """Mixed into the driver; reads its ``x_jobs`` statement manager."""
+
+    _jobs: RawStatementManager
+    has_lease_store: ClassVar[bool] = True
+
+    def lease_acquire(
+        self, *, job_id: uuid.UUID, claim_token: uuid.UUID, requests: Sequence[LeaseRequest]
+    ) -> LeaseGrant:
+        taken: list[tuple[str, int]] = []
+        for request in requests:
+            slot, answer = self._take(job_id, claim_token, request)
+            if slot is None:
+                for key, held in taken:
+                    self._jobs.run(
+                        "lease_give_back",
+                        {"key": key, "slot": held, "job_id": job_id, "claim_token": claim_token},
+                    )
+                return answer
+            if request.kind == "concurrency":
+                taken.append((request.key, slot))
+        return LeaseGrant(granted=True)
+
+    def _take(
+        self, job_id: uuid.UUID, claim_token: uuid.UUID, request: LeaseRequest
+    ) -> tuple[int | None, LeaseGrant]:
+        params = {
+            "job_id": job_id,
+            "claim_token": claim_token,
+            "key": request.key,
+            "limit": int(request.limit),
+            "kind": request.kind,
+            "ttl_seconds": float(request.ttl_seconds),
+        }
+        for tries in range(RACE_RETRIES + 1):
+            row = fetch(self._jobs, "lease_acquire", params).first(
+                "slot", "locked", "fenced", "free", "retry_after"
+            )
+            assert row is not None  # the statement answers one row, always
+            slot, locked, fenced, free, retry_after = row
+            if not fenced:
+                return None, LeaseGrant(granted=False)
+            if slot is not None:
+                return int(slot), LeaseGrant(granted=True)
+            if locked and not free:
+                wait = max(0.0, float(retry_after or 0.0))
+                return None, LeaseGrant(granted=False, busy_key=request.key, retry_after=wait)
+            time.sleep(RACE_PAUSE_SECONDS * tries)
+        logger.info("jobs.lease.contended: %s stayed contended; answered busy", request.key)
+        return None, LeaseGrant(granted=False, busy_key=request.key)
+
+    def lease_holders(self, *, key: str) -> list[LeaseHolder]:
+        return lease_rows.holders(fetch(self._jobs, "lease_holders", {"key": key}))
+
+    def lease_abandon(self, *, job_id: uuid.UUID, claim_token: uuid.UUID) -> int:
+        params = {"job_id": job_id, "claim_token": claim_token}
+        return len(self._jobs.run("lease_abandon", params))
+
+    def lease_release(self, *, key: str) -> int:
+        return len(self._jobs.run("lease_release", {"key": key}))

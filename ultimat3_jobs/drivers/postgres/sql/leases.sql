@@ -1,0 +1,89 @@
+-- name: lease_acquire
+-- One slot of one key for a running attempt, fenced by its claim token: its own leftover
+-- concurrency slot first, else the lowest slot with no live row (an expired row is free and is
+-- taken over). A concurrency slot expires with the attempt's lease (the heartbeat renews both);
+-- a rate stamp ttl_seconds after its grant. A full key answers the seconds until its first row
+-- expires.
+-- Acquirers of one key take turns: the statement first tries the key's transaction-scoped
+-- advisory lock and, when another acquirer holds it, takes nothing and answers not locked (the
+-- driver runs it again, and sheds the run when the key stays contended). So an insert never
+-- waits on another acquirer's uncommitted row; one that meets a row committed after its
+-- snapshot lands nothing and answers raced (free but not granted), and runs again with a fresh
+-- snapshot.
+-- The grant's moment is one clock_timestamp() read once the lock is held: the row's
+-- acquired_at, a rate stamp's expiry (that moment plus ttl_seconds) and the job's started_at.
+-- Any later grant of the same slot begins at or after that expiry, so by started_at no more
+-- than the limit of runs start in any window of the rate's period.
+with lock as (
+    select pg_try_advisory_xact_lock(hashtextextended(%(key)s, 0)) as held
+), stamp as (
+    select clock_timestamp() as at from lock where lock.held
+), attempt as (
+    select j.id, j.lease_expires_at
+    from x_jobs j
+    where j.id = %(job_id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+), live as (
+    select l.slot, l.job_id, l.expires_at
+    from x_job_leases l
+    where l.key = %(key)s and l.expires_at > now()
+), candidate as (
+    select s.slot
+    from generate_series(0, %(limit)s::int - 1) as s(slot)
+    where not exists (
+        select 1 from live l
+        where l.slot = s.slot
+          and not (%(kind)s::text = 'concurrency' and l.job_id = %(job_id)s::uuid)
+    )
+    order by exists (select 1 from live l where l.slot = s.slot) desc, s.slot
+    limit 1
+), granted as (
+    insert into x_job_leases as l (key, slot, kind, job_id, claim_token, acquired_at, expires_at)
+    select %(key)s, c.slot, %(kind)s, a.id, %(claim_token)s, t.at,
+           case when %(kind)s::text = 'rate'
+                then t.at + make_interval(secs => %(ttl_seconds)s::float8)
+                else a.lease_expires_at end
+    from candidate c cross join attempt a cross join stamp t
+    on conflict (key, slot) do update
+    set kind = excluded.kind, job_id = excluded.job_id, claim_token = excluded.claim_token,
+        acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
+    where l.expires_at <= now() or (excluded.kind = 'concurrency' and l.job_id = excluded.job_id)
+    returning l.slot
+), started as (
+    update x_jobs j
+    set started_at = (select t.at from stamp t)
+    from granted g
+    where j.id = %(job_id)s
+    returning j.id
+)
+select (select g.slot from granted g) as slot,
+       (select lock.held from lock) as locked,
+       exists (select 1 from attempt) as fenced,
+       exists (select 1 from candidate) as free,
+       (select extract(epoch from min(l.expires_at) - now()) from live l)::float8 as retry_after,
+       (select count(*) from started) as started
+
+-- name: lease_give_back
+-- An all-or-nothing acquire whose later request found its key full gives back the slot it had
+-- just taken, fenced by the claim token.
+delete from x_job_leases
+where key = %(key)s and slot = %(slot)s and job_id = %(job_id)s and claim_token = %(claim_token)s
+  and kind = 'concurrency'
+
+-- name: lease_holders
+-- The live rows of one key (the primary key's range), by slot.
+select key, slot, kind, job_id, claim_token, acquired_at, expires_at
+from x_job_leases
+where key = %(key)s and expires_at > now()
+order by slot
+
+-- name: lease_abandon
+-- A run that never started lets its concurrency slots go; its rate stamps stay spent.
+delete from x_job_leases
+where job_id = %(job_id)s and claim_token = %(claim_token)s and kind = 'concurrency'
+returning slot
+
+-- name: lease_release
+-- An operator frees every concurrency slot of a key, live or expired.
+delete from x_job_leases
+where key = %(key)s and kind = 'concurrency'
+returning slot
