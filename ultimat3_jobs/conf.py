@@ -52,6 +52,13 @@ RELAY_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
+RETENTION_COMPLETED_SECONDS_DEFAULT: float | None = 7 * 86400.0
+RETENTION_FAILED_SECONDS_DEFAULT: float | None = 30 * 86400.0
+RETENTION_CANCELLED_SECONDS_DEFAULT: float | None = 7 * 86400.0
+RETENTION_EVENTS_SECONDS_DEFAULT: float | None = 0.0
+RETENTION_COUNTERS_SECONDS_DEFAULT: float | None = 90 * 86400.0
+PURGE_CRON_DEFAULT: str | None = "*/15 * * * *"
+PURGE_BATCH_SIZE_DEFAULT = 1000
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -92,6 +99,13 @@ class Settings:
     scheduler_lease_seconds: float = SCHEDULER_LEASE_SECONDS_DEFAULT
     scheduler_missed_after_seconds: float = SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
     traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
+    retention_completed_seconds: float | None = RETENTION_COMPLETED_SECONDS_DEFAULT
+    retention_failed_seconds: float | None = RETENTION_FAILED_SECONDS_DEFAULT
+    retention_cancelled_seconds: float | None = RETENTION_CANCELLED_SECONDS_DEFAULT
+    retention_events_seconds: float | None = RETENTION_EVENTS_SECONDS_DEFAULT
+    retention_counters_seconds: float | None = RETENTION_COUNTERS_SECONDS_DEFAULT
+    purge_cron: str | None = PURGE_CRON_DEFAULT
+    purge_batch_size: int = PURGE_BATCH_SIZE_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -139,6 +153,26 @@ def number(
     return validate
 
 
+def or_none(validate: Validator) -> Validator:
+    """``validate``, or ``None`` (a retention of ``None`` keeps rows for ever)."""
+
+    def check(key: str, value: Any) -> str | None:
+        message = validate(key, value)
+        return (
+            None
+            if value is None or message is None
+            else message.replace("must be", "must be None or", 1)
+        )
+
+    return check
+
+
+def _cron(key: str, value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and len(value.split()) in (5, 6)):
+        return None
+    return _problem(key, "must be None (no default purge) or a cron expression of 5 fields", value)
+
+
 def _driver(key: str, value: Any) -> str | None:
     if isinstance(value, str) and (value in DRIVER_ALIASES or "." in value):
         return None
@@ -172,6 +206,8 @@ def _callable_path(key: str, value: Any) -> str | None:
         return None
     return _problem(key, "must be None, a callable, or the dotted path of one", value)
 
+
+_RETENTION = number(minimum=0, maximum=3650 * 86400)
 
 SPEC: tuple[tuple[str, str, Validator], ...] = (
     # (key, check id, validator); the attribute is the key in lower case.
@@ -220,6 +256,14 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
         number(minimum=1, maximum=86400),
     ),
     ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
+    # The default purge (ultimat3_jobs.factories.purge): how long finished rows are kept.
+    ("RETENTION_COMPLETED_SECONDS", "ultimat3_jobs.E070", or_none(_RETENTION)),
+    ("RETENTION_FAILED_SECONDS", "ultimat3_jobs.E071", or_none(_RETENTION)),
+    ("RETENTION_CANCELLED_SECONDS", "ultimat3_jobs.E072", or_none(_RETENTION)),
+    ("RETENTION_EVENTS_SECONDS", "ultimat3_jobs.E073", or_none(_RETENTION)),
+    ("RETENTION_COUNTERS_SECONDS", "ultimat3_jobs.E074", or_none(_RETENTION)),
+    ("PURGE_CRON", "ultimat3_jobs.E075", _cron),
+    ("PURGE_BATCH_SIZE", "ultimat3_jobs.E076", number(minimum=1, maximum=10_000, integer=True)),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -240,6 +284,13 @@ FLOAT_KEYS = (
     "relay_lease_seconds",
     "scheduler_lease_seconds",
     "scheduler_missed_after_seconds",
+)
+OPTIONAL_FLOAT_KEYS = (
+    "retention_completed_seconds",
+    "retention_failed_seconds",
+    "retention_cancelled_seconds",
+    "retention_events_seconds",
+    "retention_counters_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"
@@ -314,8 +365,8 @@ def get_settings() -> Settings:
     if problems:
         raise JobsConfigurationError(problems[0][1])
     values = {key.lower(): raw[key] for key, _, _ in SPEC if raw and key in raw}
-    for key in FLOAT_KEYS:
-        if key in values:
+    for key in FLOAT_KEYS + OPTIONAL_FLOAT_KEYS:
+        if values.get(key) is not None:
             values[key] = float(values[key])
     return Settings(**values)
 

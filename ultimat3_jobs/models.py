@@ -15,7 +15,9 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
+from ultimat3_jobs.models_ledger import Backfill  # noqa: F401 -- x_backfills, with the app
 from ultimat3_jobs.types import (
+    FINISHED_STATES,
     LIVE_STATES,
     PAUSE_SCOPES,
     PRIORITY_MAX,
@@ -26,6 +28,7 @@ from ultimat3_jobs.types import (
 )
 
 _LIVE = sorted(state.value for state in LIVE_STATES)
+_FINISHED = sorted(state.value for state in FINISHED_STATES)
 
 
 class RawStatementManager(models.Manager):  # type: ignore[type-arg]
@@ -108,6 +111,12 @@ class Job(models.Model):
                 condition=Q(state=JobState.RUNNING.value),
             ),
             models.Index(fields=("name", "state"), name="x_jobs_name_state"),
+            # The purge's delete: one finished state, oldest finish first; no live row in it.
+            models.Index(
+                fields=("state", "finished_at"),
+                name="x_jobs_finished",
+                condition=Q(state__in=_FINISHED),
+            ),
             # The operator's list and the admin's changelist: newest first, keyset by id.
             models.Index(fields=("-created_at", "-id"), name="x_jobs_newest"),
             # The admin's search by idempotency key and its tenant filter: an equality, then the

@@ -52,6 +52,13 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("SCHEDULER_MISSED_AFTER_SECONDS", 0, "ultimat3_jobs.E046", "from 1 to 86400"),
     ("TRACEPARENT", 42, "ultimat3_jobs.E060", "must be None, a callable, or the dotted path"),
     ("TRACEPARENT", "no_dot", "ultimat3_jobs.E060", "the dotted path of one"),
+    ("RETENTION_COMPLETED_SECONDS", -1, "ultimat3_jobs.E070", "must be None or a finite number"),
+    ("RETENTION_FAILED_SECONDS", "7d", "ultimat3_jobs.E071", "from 0 to 315360000"),
+    ("RETENTION_CANCELLED_SECONDS", float("inf"), "ultimat3_jobs.E072", "must be None or"),
+    ("RETENTION_EVENTS_SECONDS", True, "ultimat3_jobs.E073", "must be None or"),
+    ("RETENTION_COUNTERS_SECONDS", -5, "ultimat3_jobs.E074", "must be None or"),
+    ("PURGE_CRON", "every hour", "ultimat3_jobs.E075", "a cron expression of 5 fields"),
+    ("PURGE_BATCH_SIZE", 0, "ultimat3_jobs.E076", "an integer from 1 to 10000"),
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX
+from ultimat3_jobs.management.jobs_factories import add_factory_verbs
 
 LIST_LIMIT_DEFAULT = 50
 
@@ -128,3 +129,5 @@ def add_verbs(parser: CommandParser) -> None:
             else "Deprecated name of 'cron'.",
         )
         listing.add_argument("--json", action="store_true", help="One JSON document.")
+
+    add_factory_verbs(verbs_parser)

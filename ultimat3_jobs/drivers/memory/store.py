@@ -22,6 +22,7 @@ from ultimat3_jobs.drivers.memory.counters import CounterStatements
 from ultimat3_jobs.drivers.memory.jobs import JobStatements
 from ultimat3_jobs.drivers.memory.operator import OperatorStatements
 from ultimat3_jobs.drivers.memory.pauses import PauseStatements
+from ultimat3_jobs.drivers.memory.retention import RetentionStatements
 from ultimat3_jobs.drivers.memory.rows import _as_utc
 from ultimat3_jobs.drivers.memory.scheduler import SchedulerStatements
 from ultimat3_jobs.drivers.memory.steps import StepStatements
@@ -38,6 +39,7 @@ class MemoryDriver(
     SchedulerStatements,
     WorkerStatements,
     StepStatements,
+    RetentionStatements,
     JobDriver,
 ):
     """Jobs in a dict of this process, guarded by one lock."""

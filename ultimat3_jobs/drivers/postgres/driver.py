@@ -37,6 +37,7 @@ from ultimat3_jobs.drivers.postgres.params import (
 )
 from ultimat3_jobs.drivers.postgres.registry import WorkerMethods
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
+from ultimat3_jobs.drivers.postgres.retention import RetentionStatements
 from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
 from ultimat3_jobs.drivers.postgres.rows.result import as_uuid, fetch
 from ultimat3_jobs.drivers.postgres.scheduling import SchedulerMethods
@@ -72,7 +73,14 @@ __all__ = ["WAKE_CHANNEL", "PostgresDriver", "batch_params"]
 
 
 @speaks_seam_errors
-class PostgresDriver(OperatorMethods, SchedulerMethods, WorkerMethods, StepStatements, JobDriver):
+class PostgresDriver(
+    OperatorMethods,
+    SchedulerMethods,
+    WorkerMethods,
+    StepStatements,
+    RetentionStatements,
+    JobDriver,
+):
     """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias; raises the seam's
     errors, never the database's (``drivers/postgres/translate.py``)."""
 

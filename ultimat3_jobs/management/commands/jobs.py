@@ -1,7 +1,7 @@
 """``manage.py jobs``: the operator CLI.
 
-``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron|send-event``. Every verb
-acts through :mod:`ultimat3_jobs.operator` on the configured driver, as the admin does
+``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron|send-event|purge``.
+Every verb acts through :mod:`ultimat3_jobs.operator` on the configured driver, as the admin does
 (``send-event`` through :func:`~ultimat3_jobs.send_event`, as a job would); every read takes
 ``--json`` for machines. A refusal prints its ``X_*`` code and message and exits with status 1.
 The verbs' arguments are in :mod:`~ultimat3_jobs.management.jobs_arguments`, the reads in
@@ -22,6 +22,7 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import JobsError
 from ultimat3_jobs.management.jobs_arguments import add_verbs
+from ultimat3_jobs.management.jobs_factories import FACTORY_VERBS, FactoryVerbs
 from ultimat3_jobs.management.jobs_reads import ReadVerbs
 from ultimat3_jobs.model.events import send_event
 from ultimat3_jobs.operator import verbs
@@ -46,7 +47,7 @@ JOB_VERBS: dict[str, tuple[OneJobVerb, ManyJobsVerb, str]] = {
 }
 
 
-class Command(ReadVerbs, BaseCommand):
+class Command(FactoryVerbs, ReadVerbs, BaseCommand):
     help = (
         "Operate ultimat3-jobs: list and show jobs; cancel, requeue, promote or remove them; "
         "pause and resume queues, job names and cron jobs; read queue stats and cron jobs."
@@ -74,6 +75,8 @@ class Command(ReadVerbs, BaseCommand):
                 self._stats(as_json=options["json"])
             elif verb == "send-event":
                 self._send_event(options)
+            elif verb in FACTORY_VERBS:
+                self._factory(verb, options)
         except JobsError as exc:
             raise CommandError(str(exc)) from exc
 
