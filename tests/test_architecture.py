@@ -21,6 +21,7 @@ SEAM = [
     "drivers.outbox_store",
     "drivers.steps_seam",
     "drivers.retention_seam",
+    "drivers.backfill_seam",
 ]
 # Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
 SHIMS = ["tasks", "context", "worker"]

@@ -59,6 +59,7 @@ RETENTION_EVENTS_SECONDS_DEFAULT: float | None = 0.0
 RETENTION_COUNTERS_SECONDS_DEFAULT: float | None = 90 * 86400.0
 PURGE_CRON_DEFAULT: str | None = "*/15 * * * *"
 PURGE_BATCH_SIZE_DEFAULT = 1000
+ENVIRONMENT_DEFAULT = ""
 
 DRIVER_ALIASES: Mapping[str, str] = {
     "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
@@ -106,6 +107,7 @@ class Settings:
     retention_counters_seconds: float | None = RETENTION_COUNTERS_SECONDS_DEFAULT
     purge_cron: str | None = PURGE_CRON_DEFAULT
     purge_batch_size: int = PURGE_BATCH_SIZE_DEFAULT
+    environment: str = ENVIRONMENT_DEFAULT
 
     @property
     def driver_path(self) -> str:
@@ -171,6 +173,12 @@ def _cron(key: str, value: Any) -> str | None:
     if value is None or (isinstance(value, str) and len(value.split()) in (5, 6)):
         return None
     return _problem(key, "must be None (no default purge) or a cron expression of 5 fields", value)
+
+
+def _environment(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:-]{0,100}", value):
+        return None
+    return _problem(key, "must be 0 to 100 characters of letters, digits and _ . : -", value)
 
 
 def _driver(key: str, value: Any) -> str | None:
@@ -264,6 +272,8 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("RETENTION_COUNTERS_SECONDS", "ultimat3_jobs.E074", or_none(_RETENTION)),
     ("PURGE_CRON", "ultimat3_jobs.E075", _cron),
     ("PURGE_BATCH_SIZE", "ultimat3_jobs.E076", number(minimum=1, maximum=10_000, integer=True)),
+    # Where this process runs, as the backfills' environments name it ("" when unnamed).
+    ("ENVIRONMENT", "ultimat3_jobs.E077", _environment),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",

@@ -30,6 +30,11 @@ The tree::
     │   ├── StepMismatch                       X_STEP_MISMATCH
     │   └── StepOnceInterrupted                X_STEP_ONCE_INTERRUPTED
     ├── EventInvalid (ValueError)              X_EVENT_INVALID
+    ├── BackfillError                          X_BACKFILL
+    │   ├── BackfillInvalid (ValueError)       X_BACKFILL_INVALID
+    │   ├── BackfillStalled                    X_BACKFILL_STALLED
+    │   ├── BackfillCompleted                  X_BACKFILL_COMPLETED
+    │   └── BackfillEnvironment                X_BACKFILL_ENVIRONMENT
     ├── JobPageInvalid (ValueError)            X_JOB_PAGE_INVALID
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
@@ -232,6 +237,36 @@ class EventInvalid(JobsError, ValueError):
     """An event's name, key, payload or time to live breaks a rule; nothing was sent."""
 
     code = "X_EVENT_INVALID"
+
+
+class BackfillError(JobsError):
+    """A backfill was refused (``ultimat3_jobs.factories.backfill``)."""
+
+    code = "X_BACKFILL"
+
+
+class BackfillInvalid(BackfillError, ValueError):
+    """A backfill declaration breaks a rule (its source, its ordering key, its batch size)."""
+
+    code = "X_BACKFILL_INVALID"
+
+
+class BackfillStalled(BackfillError):
+    """A backfill's cursor stopped moving, or rows were still to do after its last batch."""
+
+    code = "X_BACKFILL_STALLED"
+
+
+class BackfillCompleted(BackfillError):
+    """The backfill already has a completed run for this scope: it is never run again."""
+
+    code = "X_BACKFILL_COMPLETED"
+
+
+class BackfillEnvironment(BackfillError):
+    """The backfill is not declared for this environment."""
+
+    code = "X_BACKFILL_ENVIRONMENT"
 
 
 class JobPageInvalid(JobsError, ValueError):

@@ -180,6 +180,11 @@ PARAMS: dict[str, dict[str, Any]] = {
     "event_count_expired": {"before": None, "limit": 10},
     "counter_purge": {"before": "2000-01-01T00:00:00Z", "limit": 10},
     "counter_count": {"before": "2000-01-01T00:00:00Z", "limit": 10},
+    "backfill_start": {"name": "b", "scope": "all", "run_id": A, "environment": ""},
+    "backfill_get": {"run_id": A},
+    "backfill_advance": {"run_id": A, "batch": 1, "cursor": "3", "rows": 3},
+    "backfill_finish": {"run_id": A, "status": "completed", "error": ""},
+    "backfill_list": {"limit": 10},
 }
 
 

@@ -59,6 +59,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("RETENTION_COUNTERS_SECONDS", -5, "ultimat3_jobs.E074", "must be None or"),
     ("PURGE_CRON", "every hour", "ultimat3_jobs.E075", "a cron expression of 5 fields"),
     ("PURGE_BATCH_SIZE", 0, "ultimat3_jobs.E076", "an integer from 1 to 10000"),
+    ("ENVIRONMENT", "prod west", "ultimat3_jobs.E077", "letters, digits and _ . : -"),
 ]
 
 

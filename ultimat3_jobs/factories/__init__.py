@@ -3,13 +3,18 @@
 Layer: factories (imports core, the seam and the job model; the surface imports it).
 
 * :func:`purge` — the one caller of every retention delete (:mod:`.purge`, targets in
-  :mod:`.retention`).
+  :mod:`.retention`);
+* :func:`backfill` — a table swept in resumable batches, recorded in ``x_backfills``
+  (:mod:`.backfill`, sources in :mod:`.sources`); :func:`inspect_backfills` is the registry
+  against the ledger (:mod:`.inspect`).
 
 Each factory answers a :class:`~ultimat3_jobs.model.definitions.JobHandle`.
 """
 
 from __future__ import annotations
 
+from ultimat3_jobs.factories.backfill import backfill
+from ultimat3_jobs.factories.inspect import BackfillView, inspect_backfills
 from ultimat3_jobs.factories.purge import PurgePlan, PurgeTarget, purge
 from ultimat3_jobs.factories.retention import (
     default_targets,
@@ -20,11 +25,14 @@ from ultimat3_jobs.factories.retention import (
 )
 
 __all__ = [
+    "BackfillView",
     "PurgePlan",
     "PurgeTarget",
+    "backfill",
     "default_targets",
     "expired_events",
     "finished_jobs",
+    "inspect_backfills",
     "old_counters",
     "published_outbox",
     "purge",

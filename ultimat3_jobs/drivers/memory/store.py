@@ -18,6 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
+from ultimat3_jobs.drivers.memory.backfills import BackfillStatements
 from ultimat3_jobs.drivers.memory.counters import CounterStatements
 from ultimat3_jobs.drivers.memory.jobs import JobStatements
 from ultimat3_jobs.drivers.memory.operator import OperatorStatements
@@ -40,6 +41,7 @@ class MemoryDriver(
     WorkerStatements,
     StepStatements,
     RetentionStatements,
+    BackfillStatements,
     JobDriver,
 ):
     """Jobs in a dict of this process, guarded by one lock."""

@@ -27,6 +27,7 @@ from ultimat3_jobs.drivers.base import (
     log_lost_beats,
     log_unowned,
 )
+from ultimat3_jobs.drivers.postgres.backfills import BackfillStatements
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.operating import OperatorMethods
 from ultimat3_jobs.drivers.postgres.params import (
@@ -79,6 +80,7 @@ class PostgresDriver(
     WorkerMethods,
     StepStatements,
     RetentionStatements,
+    BackfillStatements,
     JobDriver,
 ):
     """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias; raises the seam's
