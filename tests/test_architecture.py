@@ -92,6 +92,9 @@ DJANGO_EXCEPTIONS = {
     # A pool thread that ends closes the connections its job bodies opened, as Django does at
     # the end of a request (close_all touches only the calling thread's connections).
     ("runtime.common.pool", "django.db.connections"),
+    # A rollup or a view refresh runs the project's own statement on the project's own alias:
+    # not a job-store table, so not a driver's statement.
+    ("factories.rollup", "django.db.connections"),
 }
 # Imports inside a function, each with its reason.
 FUNCTION_IMPORTS = {

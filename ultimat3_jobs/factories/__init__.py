@@ -6,7 +6,9 @@ Layer: factories (imports core, the seam and the job model; the surface imports 
   :mod:`.retention`);
 * :func:`backfill` — a table swept in resumable batches, recorded in ``x_backfills``
   (:mod:`.backfill`, sources in :mod:`.sources`); :func:`inspect_backfills` is the registry
-  against the ledger (:mod:`.inspect`).
+  against the ledger (:mod:`.inspect`);
+* :func:`rollup`, :func:`refresh_view` — one upsert, or one materialized-view refresh, per run
+  (:mod:`.rollup`).
 
 Each factory answers a :class:`~ultimat3_jobs.model.definitions.JobHandle`.
 """
@@ -23,6 +25,7 @@ from ultimat3_jobs.factories.retention import (
     old_counters,
     published_outbox,
 )
+from ultimat3_jobs.factories.rollup import refresh_view, rollup
 
 __all__ = [
     "BackfillView",
@@ -36,4 +39,6 @@ __all__ = [
     "old_counters",
     "published_outbox",
     "purge",
+    "refresh_view",
+    "rollup",
 ]
