@@ -8,7 +8,9 @@ Layer: factories (imports core, the seam and the job model; the surface imports 
   (:mod:`.backfill`, sources in :mod:`.sources`); :func:`inspect_backfills` is the registry
   against the ledger (:mod:`.inspect`);
 * :func:`rollup`, :func:`refresh_view` — one upsert, or one materialized-view refresh, per run
-  (:mod:`.rollup`).
+  (:mod:`.rollup`);
+* :func:`export_rows`, :func:`import_rows` — rows out to and in from files through Django's
+  storage API, one step per page (:mod:`.rows`).
 
 Each factory answers a :class:`~ultimat3_jobs.model.definitions.JobHandle`.
 """
@@ -26,6 +28,7 @@ from ultimat3_jobs.factories.retention import (
     published_outbox,
 )
 from ultimat3_jobs.factories.rollup import refresh_view, rollup
+from ultimat3_jobs.factories.rows import export_rows, import_rows
 
 __all__ = [
     "BackfillView",
@@ -34,7 +37,9 @@ __all__ = [
     "backfill",
     "default_targets",
     "expired_events",
+    "export_rows",
     "finished_jobs",
+    "import_rows",
     "inspect_backfills",
     "old_counters",
     "published_outbox",
