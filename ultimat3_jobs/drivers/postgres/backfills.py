@@ -54,7 +54,7 @@ class BackfillStatements:
         params = {"name": name, "scope": scope, "run_id": run_id, "environment": environment}
         self._jobs.run("backfill_start", params)
         found = _runs(fetch(self._jobs, "backfill_get", {"run_id": run_id}))
-        return found[0] if found else None
+        return next(iter(found), None)
 
     def backfill_advance(
         self, *, run_id: uuid.UUID, batch: int, cursor_json: str, rows: int
