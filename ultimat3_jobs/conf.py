@@ -9,9 +9,6 @@ message is a system check (``ultimat3_jobs.E0xx``, see ``checks.py``) and the te
 
 from __future__ import annotations
 
-import ipaddress
-import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -19,11 +16,28 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+from ultimat3_jobs.conf_rules import (  # noqa: F401 -- DRIVER_ALIASES, number: read from conf
+    _RETENTION,
+    DRIVER_ALIASES,
+    SETTING_NAME,
+    Validator,
+    _cache_alias,
+    _callable_path,
+    _cron,
+    _database,
+    _describe,
+    _driver,
+    _environment,
+    _limits,
+    _networks,
+    _problem,
+    _queue,
+    _tenant,
+    number,
+    or_none,
+)
 from ultimat3_jobs.errors import JobsConfigurationError
 from ultimat3_jobs.records import LIMIT_KEYS, ProcessLimits
-from ultimat3_jobs.types import QUEUE_NAME_PATTERN
-
-SETTING_NAME = "ULTIMAT3_JOBS"
 
 DRIVER_DEFAULT = "postgres"
 DATABASE_DEFAULT = "default"
@@ -63,12 +77,14 @@ WEBHOOK_ALLOWED_NETWORKS_DEFAULT: tuple[str, ...] = ()
 WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT = 5.0
 WEBHOOK_READ_TIMEOUT_SECONDS_DEFAULT = 15.0
 WEBHOOK_SECRET_OVERLAP_SECONDS_DEFAULT = 86400.0
-
-DRIVER_ALIASES: Mapping[str, str] = {
-    "postgres": "ultimat3_jobs.drivers.postgres.driver.PostgresDriver",
-    "memory": "ultimat3_jobs.drivers.memory.MemoryDriver",
-    "redis": "ultimat3_jobs.drivers.redis.RedisDriver",
-}
+RETENTION_COMPLETED_SECONDS_DEFAULT: float | None = 7 * 86400.0
+RETENTION_FAILED_SECONDS_DEFAULT: float | None = 30 * 86400.0
+RETENTION_CANCELLED_SECONDS_DEFAULT: float | None = 7 * 86400.0
+RETENTION_EVENTS_SECONDS_DEFAULT: float | None = 0.0
+RETENTION_COUNTERS_SECONDS_DEFAULT: float | None = 90 * 86400.0
+PURGE_CRON_DEFAULT: str | None = "*/15 * * * *"
+PURGE_BATCH_SIZE_DEFAULT = 1000
+ENVIRONMENT_DEFAULT = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,120 +128,19 @@ class Settings:
     webhook_connect_timeout_seconds: float = WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT
     webhook_read_timeout_seconds: float = WEBHOOK_READ_TIMEOUT_SECONDS_DEFAULT
     webhook_secret_overlap_seconds: float = WEBHOOK_SECRET_OVERLAP_SECONDS_DEFAULT
+    retention_completed_seconds: float | None = RETENTION_COMPLETED_SECONDS_DEFAULT
+    retention_failed_seconds: float | None = RETENTION_FAILED_SECONDS_DEFAULT
+    retention_cancelled_seconds: float | None = RETENTION_CANCELLED_SECONDS_DEFAULT
+    retention_events_seconds: float | None = RETENTION_EVENTS_SECONDS_DEFAULT
+    retention_counters_seconds: float | None = RETENTION_COUNTERS_SECONDS_DEFAULT
+    purge_cron: str | None = PURGE_CRON_DEFAULT
+    purge_batch_size: int = PURGE_BATCH_SIZE_DEFAULT
+    environment: str = ENVIRONMENT_DEFAULT
 
     @property
     def driver_path(self) -> str:
         """The dotted path of the driver class (``DRIVER`` with its aliases resolved)."""
         return DRIVER_ALIASES.get(self.driver, self.driver)
-
-
-Validator = Callable[[str, Any], str | None]
-
-
-def _number(value: float) -> str:
-    """A bound as a person writes it: 67108864, not 6.71089e+07."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _problem(key: str, rule: str, value: Any) -> str:
-    return f"{SETTING_NAME}[{key!r}] {rule}; got {_describe(value)}."
-
-
-def number(
-    *, minimum: float, maximum: float, integer: bool = False, exclusive_minimum: bool = False
-) -> Validator:
-    """A validator for a finite number (an ``int`` when ``integer``) within a range."""
-    kind = "an integer" if integer else "a finite number"
-    low = "greater than" if exclusive_minimum else "from"
-    rule = f"must be {kind} {low} {_number(minimum)} to {_number(maximum)}"
-
-    def validate(key: str, value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return _problem(key, rule, value)
-        if integer and not isinstance(value, int):
-            return _problem(key, rule, value)
-        if not math.isfinite(value):
-            return _problem(key, rule, value)
-        too_low = value <= minimum if exclusive_minimum else value < minimum
-        if too_low or value > maximum:
-            return _problem(key, rule, value)
-        return None
-
-    return validate
-
-
-def _driver(key: str, value: Any) -> str | None:
-    if isinstance(value, str) and (value in DRIVER_ALIASES or "." in value):
-        return None
-    names = ", ".join(repr(name) for name in DRIVER_ALIASES)
-    return _problem(key, f"must be one of {names} or the dotted path of a driver class", value)
-
-
-def _database(key: str, value: Any) -> str | None:
-    aliases = getattr(django_settings, "DATABASES", {})
-    if isinstance(value, str) and value in aliases:
-        return None
-    return _problem(key, f"must name an alias of settings.DATABASES ({', '.join(aliases)})", value)
-
-
-def _cache_alias(key: str, value: Any) -> str | None:
-    # Whether the alias names a django-redis cache is a system check (E054): it matters only
-    # for the Redis driver, and CACHES may be read only once settings are complete.
-    if isinstance(value, str) and value:
-        return None
-    return _problem(key, "must name an alias of settings.CACHES (a non-empty string)", value)
-
-
-def _queue(key: str, value: Any) -> str | None:
-    if isinstance(value, str) and re.fullmatch(QUEUE_NAME_PATTERN, value):
-        return None
-    return _problem(key, f"must be a queue name matching {QUEUE_NAME_PATTERN}", value)
-
-
-def _tenant(key: str, value: Any) -> str | None:
-    if value is None or value == "none":
-        return None
-    return _problem(
-        key, 'must be None (every job declares its tenant) or "none" (single-tenant)', value
-    )
-
-
-def _callable_path(key: str, value: Any) -> str | None:
-    if value is None or callable(value) or (isinstance(value, str) and "." in value):
-        return None
-    return _problem(key, "must be None, a callable, or the dotted path of one", value)
-
-
-def _limits(key: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping) or set(value) - set(LIMIT_KEYS):
-        rule = f"must be a dict of {', '.join(LIMIT_KEYS)}, each None or a number at least 0"
-        return _problem(key, rule, value)
-    for name in LIMIT_KEYS:
-        check = number(minimum=0, maximum=1e6, integer=name not in ("RATE", "BURST"))
-        problem = value.get(name) is not None and check(name, value[name])
-        if problem:  # the number's rule, then the whole LIMITS value
-            named = problem.replace(f"[{name!r}]", f"[{key!r}][{name!r}]", 1)
-            return f"{named.rsplit('; got ', 1)[0]}; got {_describe(value)}."
-    return None
-
-
-def _networks(key: str, value: Any) -> str | None:
-    rule = 'must be a list of networks ("127.0.0.1/32", "10.0.0.0/8", "::1")'
-    if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        return _problem(key, rule, value)
-    for item in value:
-        try:
-            ipaddress.ip_network(item, strict=False)
-        except (TypeError, ValueError):
-            return _problem(key, f"{rule}: {_describe(item)} is not one", value)
-    return None
 
 
 SPEC: tuple[tuple[str, str, Validator], ...] = (
@@ -287,6 +202,16 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("WEBHOOK_CONNECT_TIMEOUT_SECONDS", "ultimat3_jobs.E072", number(minimum=0.01, maximum=300)),
     ("WEBHOOK_READ_TIMEOUT_SECONDS", "ultimat3_jobs.E073", number(minimum=0.01, maximum=300)),
     ("WEBHOOK_SECRET_OVERLAP_SECONDS", "ultimat3_jobs.E074", number(minimum=0, maximum=30 * 86400)),
+    # The default purge (ultimat3_jobs.factories.purge): how long finished rows are kept.
+    ("RETENTION_COMPLETED_SECONDS", "ultimat3_jobs.E090", or_none(_RETENTION)),
+    ("RETENTION_FAILED_SECONDS", "ultimat3_jobs.E091", or_none(_RETENTION)),
+    ("RETENTION_CANCELLED_SECONDS", "ultimat3_jobs.E092", or_none(_RETENTION)),
+    ("RETENTION_EVENTS_SECONDS", "ultimat3_jobs.E093", or_none(_RETENTION)),
+    ("RETENTION_COUNTERS_SECONDS", "ultimat3_jobs.E094", or_none(_RETENTION)),
+    ("PURGE_CRON", "ultimat3_jobs.E095", _cron),
+    ("PURGE_BATCH_SIZE", "ultimat3_jobs.E096", number(minimum=1, maximum=10_000, integer=True)),
+    # Where this process runs, as the backfills' environments name it ("" when unnamed).
+    ("ENVIRONMENT", "ultimat3_jobs.E097", _environment),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -310,6 +235,13 @@ FLOAT_KEYS = (
     "webhook_connect_timeout_seconds",
     "webhook_read_timeout_seconds",
     "webhook_secret_overlap_seconds",
+)
+OPTIONAL_FLOAT_KEYS = (
+    "retention_completed_seconds",
+    "retention_failed_seconds",
+    "retention_cancelled_seconds",
+    "retention_events_seconds",
+    "retention_counters_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"
@@ -384,8 +316,8 @@ def get_settings() -> Settings:
     if problems:
         raise JobsConfigurationError(problems[0][1])
     values = {key.lower(): raw[key] for key, _, _ in SPEC if raw and key in raw}
-    for key in FLOAT_KEYS:
-        if key in values:
+    for key in FLOAT_KEYS + OPTIONAL_FLOAT_KEYS:
+        if values.get(key) is not None:
             values[key] = float(values[key])
     limits = values.pop("limits", None)
     if limits is not None:

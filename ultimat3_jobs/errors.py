@@ -32,6 +32,15 @@ The tree::
     │   ├── StepMismatch                       X_STEP_MISMATCH
     │   └── StepOnceInterrupted                X_STEP_ONCE_INTERRUPTED
     ├── EventInvalid (ValueError)              X_EVENT_INVALID
+    ├── BackfillError                          X_BACKFILL
+    │   ├── BackfillInvalid (ValueError)       X_BACKFILL_INVALID
+    │   ├── BackfillStalled                    X_BACKFILL_STALLED
+    │   ├── BackfillCompleted                  X_BACKFILL_COMPLETED
+    │   └── BackfillEnvironment                X_BACKFILL_ENVIRONMENT
+    ├── StorageUnknown (LookupError)           X_STORAGE_UNKNOWN
+    ├── ImportInvalid (ValueError)             X_IMPORT_INVALID
+    ├── ImportRecordInvalid (ValueError)       X_IMPORT_RECORD_INVALID
+    └── ImportErrorsExceeded                   X_IMPORT_ERRORS_EXCEEDED
     ├── JobPageInvalid (ValueError)            X_JOB_PAGE_INVALID
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
@@ -275,6 +284,67 @@ class EventInvalid(JobsError, ValueError):
     """An event's name, key, payload or time to live breaks a rule; nothing was sent."""
 
     code = "X_EVENT_INVALID"
+
+
+class BackfillError(JobsError):
+    """A backfill was refused (``ultimat3_jobs.factories.backfill``)."""
+
+    code = "X_BACKFILL"
+
+
+class BackfillInvalid(BackfillError, ValueError):
+    """A backfill declaration breaks a rule (its source, its ordering key, its batch size)."""
+
+    code = "X_BACKFILL_INVALID"
+
+
+class BackfillStalled(BackfillError):
+    """A backfill's cursor stopped moving, or rows were still to do after its last batch."""
+
+    code = "X_BACKFILL_STALLED"
+
+
+class BackfillCompleted(BackfillError):
+    """The backfill already has a completed run for this scope: it is never run again."""
+
+    code = "X_BACKFILL_COMPLETED"
+
+
+class BackfillEnvironment(BackfillError):
+    """The backfill is not declared for this environment."""
+
+    code = "X_BACKFILL_ENVIRONMENT"
+
+
+class StorageUnknown(JobsError, LookupError):
+    """An export or import names a storage that ``settings.STORAGES`` does not define."""
+
+    code = "X_STORAGE_UNKNOWN"
+
+
+class ImportInvalid(JobsError, ValueError):
+    """An ``import_rows`` or ``export_rows`` declaration breaks a rule."""
+
+    code = "X_IMPORT_INVALID"
+
+
+class ImportRecordInvalid(JobsError, ValueError):
+    """One imported record was refused: raised by a ``parse`` with the ``field`` and the
+    ``rule`` it broke. The report keeps the row number, the field and the rule, never the
+    value."""
+
+    code = "X_IMPORT_RECORD_INVALID"
+
+    def __init__(self, message: str | None = None, *, field: str = "", rule: str = "") -> None:
+        super().__init__(message, field=field, rule=rule)
+        self.field = field
+        self.rule = rule
+
+
+class ImportErrorsExceeded(JobsError):
+    """An import refused more records than its error budget allows."""
+
+    code = "X_IMPORT_ERRORS_EXCEEDED"
 
 
 class JobPageInvalid(JobsError, ValueError):

@@ -17,14 +17,15 @@ from django.db.models.functions import Now
 from ultimat3_jobs.consumers.tables import ConsumerCursor  # noqa: F401  (a feature's table)
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.lease_tables import JobLease  # noqa: F401  (the limits' table)
+from ultimat3_jobs.models_ledger import Backfill  # noqa: F401 -- x_backfills, with the app
+from ultimat3_jobs.step_tables import JobEvent, JobStep  # noqa: F401  (durable steps' tables)
 from ultimat3_jobs.subjects.tables import SubjectRequest  # noqa: F401  (a feature's table)
 from ultimat3_jobs.types import (
+    FINISHED_STATES,
     LIVE_STATES,
     PAUSE_SCOPES,
     PRIORITY_MAX,
     PRIORITY_MIN,
-    STEP_KINDS,
-    STEP_STATUSES,
     JobState,
 )
 
@@ -33,6 +34,7 @@ from ultimat3_jobs.types import (
 from ultimat3_jobs.webhooks.tables import WebhookDelivery, WebhookEndpoint  # noqa: F401
 
 _LIVE = sorted(state.value for state in LIVE_STATES)
+_FINISHED = sorted(state.value for state in FINISHED_STATES)
 
 
 class RawStatementManager(models.Manager):  # type: ignore[type-arg]
@@ -115,6 +117,12 @@ class Job(models.Model):
                 condition=Q(state=JobState.RUNNING.value),
             ),
             models.Index(fields=("name", "state"), name="x_jobs_name_state"),
+            # The purge's delete: one finished state, oldest finish first; no live row in it.
+            models.Index(
+                fields=("state", "finished_at"),
+                name="x_jobs_finished",
+                condition=Q(state__in=_FINISHED),
+            ),
             # The operator's list and the admin's changelist: newest first, keyset by id.
             models.Index(fields=("-created_at", "-id"), name="x_jobs_newest"),
             # The admin's search by idempotency key and its tenant filter: an equality, then the
@@ -328,70 +336,3 @@ class SchedulerLeader(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: {self.holder}"
-
-
-class JobStep(models.Model):
-    """One step of a durable job: stored before the step returns, replayed by name."""
-
-    pk = models.CompositePrimaryKey("job_id", "name")
-    # ON DELETE CASCADE in the database: the drivers delete x_jobs rows with raw SQL.
-    job = models.ForeignKey(Job, on_delete=models.DB_CASCADE, related_name="+", db_index=False)
-    name = models.CharField(max_length=200)
-    seq = models.IntegerField()
-    kind = models.CharField(max_length=8, choices=[(k, k) for k in STEP_KINDS])
-    status = models.CharField(max_length=12, choices=[(s, s) for s in STEP_STATUSES])
-    output = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
-    event = models.CharField(max_length=200, null=True, blank=True)
-    # An event's key; "" for a wait on an event sent without one.
-    key = models.CharField(max_length=200, null=True, blank=True)
-    wait_since = models.DateTimeField(null=True, blank=True)
-    wait_until = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(db_default=Now())
-    updated_at = models.DateTimeField(db_default=Now())
-
-    objects = RawStatementManager()
-
-    class Meta:
-        db_table = "x_job_steps"
-        indexes = (
-            # event_send finds the waits an event ends, and nothing else.
-            models.Index(
-                fields=("event", "key"), name="x_job_steps_waiting", condition=Q(status="waiting")
-            ),
-        )
-        constraints = (
-            models.CheckConstraint(
-                condition=Q(status__in=list(STEP_STATUSES)), name="x_job_steps_status_valid"
-            ),
-        )
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.status})"
-
-
-class JobEvent(models.Model):
-    """An event sent for ``ctx.step.wait_for_event``, kept until it expires."""
-
-    id = models.BigAutoField(primary_key=True)
-    name = models.CharField(max_length=200)
-    # "" for an event sent without a key: an equality the lookup index can seek.
-    key = models.CharField(max_length=200, blank=True, default="", db_default="")
-    payload = models.JSONField(null=True, blank=True)
-    tenant_id = models.CharField(max_length=200, null=True, blank=True)
-    created_at = models.DateTimeField(db_default=Now())
-    expires_at = models.DateTimeField()
-
-    objects = RawStatementManager()
-
-    class Meta:
-        db_table = "x_job_events"
-        indexes = (
-            # A wait's lookup: its event and key, sent at or after the wait began.
-            models.Index(fields=("name", "key", "created_at"), name="x_job_events_lookup"),
-            # events_purge_expired: the oldest expiries first.
-            models.Index(fields=("expires_at",), name="x_job_events_expiry"),
-        )
-
-    def __str__(self) -> str:
-        return f"{self.name} {self.key or ''}".strip()

@@ -74,7 +74,11 @@ def test_the_demo_serves_metrics_and_runs_its_cron_task() -> None:
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
 
-    assert seen["tasks"] == {"example_project.demo.jobs.queue_report": ["* * * * *", "UTC"]}
+    assert seen["tasks"] == {
+        "example_project.demo.jobs.queue_report": ["* * * * *", "UTC"],
+        # The default purge, declared by ultimat3_jobs itself (PURGE_CRON).
+        "ultimat3_jobs.purge": ["*/15 * * * *", "UTC"],
+    }
 
     assert seen["metrics_url"] == "/jobs/metrics"
     assert seen["metrics_status"] == 200

@@ -154,8 +154,9 @@ PARAMS: dict[str, dict[str, Any]] = {
     "outbox_claim": {"relay_id": "r", "limit": 10, "lease_seconds": 30.0},
     "outbox_mark_published": {"relay_id": "r", "ids": [B]},
     "outbox_record_failure": {"relay_id": "r", "id": B, "error": "e", "retry_seconds": 1.0},
-    "outbox_purge_published": {"retention_seconds": 0.0, "limit": 10},
     "scheduler_cron_sync": {"names": ["tests.every_second"]},
+    "outbox_purge_published": {"retention_seconds": 0.0, "limit": 10, "before": None},
+    "outbox_count_published": {"before": "2000-01-01T00:00:00Z", "limit": 10},
     "scheduler_fire": {
         **ENQUEUE,
         "task": "tests.every_second",
@@ -182,7 +183,6 @@ PARAMS: dict[str, dict[str, Any]] = {
     "step_get_many": {"id": A},
     "job_suspend": {"id": A, "claim_token": A, "step": "s"},
     "event_send": {"name": "e", "key": "", "payload": "1", "tenant_id": None, "ttl_seconds": 60.0},
-    "events_purge_expired": {"limit": 10},
     "lease_acquire": {
         "job_id": A,
         "claim_token": A,
@@ -195,6 +195,18 @@ PARAMS: dict[str, dict[str, Any]] = {
     "lease_holders": {"key": "job:tests.echo"},
     "lease_abandon": {"job_id": A, "claim_token": A},
     "lease_release": {"key": "job:tests.echo"},
+    "events_purge_expired": {"limit": 10, "before": None},
+    "clock_now": {},
+    "job_purge_finished": {"state": "completed", "before": "2000-01-01T00:00:00Z", "limit": 10},
+    "job_count_finished": {"state": "failed", "before": "2000-01-01T00:00:00Z", "limit": 10},
+    "event_count_expired": {"before": None, "limit": 10},
+    "counter_purge": {"before": "2000-01-01T00:00:00Z", "limit": 10},
+    "counter_count": {"before": "2000-01-01T00:00:00Z", "limit": 10},
+    "backfill_start": {"name": "b", "scope": "all", "run_id": A, "environment": ""},
+    "backfill_get": {"run_id": A},
+    "backfill_advance": {"run_id": A, "batch": 1, "cursor": "3", "rows": 3},
+    "backfill_finish": {"run_id": A, "status": "completed", "error": ""},
+    "backfill_list": {"limit": 10},
 }
 
 

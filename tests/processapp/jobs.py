@@ -113,3 +113,38 @@ def _declare_feed() -> None:
 
 
 _declare_feed()
+# -- a backfill under SIGKILL (tests/process/test_backfill_kills.py) --------------------------
+
+BACKFILL = "process.backfill"
+
+
+def _sweep(rows: list[Any]) -> None:
+    """Count one more handle of each row, between two pauses: a kill in the first loses the
+    batch, a kill in the second makes its replay handle the rows again."""
+    from django.db.models import F
+
+    from tests.testapp.models import SweepRow
+
+    pause = float(os.environ.get("ULTIMAT3_BACKFILL_PAUSE", "0.05"))
+    time.sleep(pause / 2)
+    SweepRow.objects.filter(pk__in=[row.pk for row in rows]).update(
+        handled=F("handled") + 1, done=True
+    )
+    time.sleep(pause / 2)
+
+
+def _declare_backfill() -> None:
+    from tests.testapp.models import SweepRow
+    from ultimat3_jobs.factories import backfill
+
+    backfill(
+        BACKFILL,
+        queryset=SweepRow.objects.all(),
+        handle=_sweep,
+        batch_size=int(os.environ.get("ULTIMAT3_BACKFILL_BATCH", "100")),
+        count=SweepRow.objects.filter(done=False),
+        retry=Retry(attempts=50, backoff_base_seconds=0.05, backoff_cap_seconds=0.1, jitter=0),
+    )
+
+
+_declare_backfill()

@@ -19,3 +19,13 @@ class Effect(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} #{self.attempt}"
+
+
+class SweepRow(models.Model):
+    """A row a backfill sweeps: ``handled`` counts the ``handle`` calls that saw it."""
+
+    handled = models.IntegerField(default=0)
+    done = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.pk} x{self.handled}"

@@ -61,6 +61,14 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("WEBHOOK_CONNECT_TIMEOUT_SECONDS", 0, "ultimat3_jobs.E072", "from 0.01 to 300"),
     ("WEBHOOK_READ_TIMEOUT_SECONDS", 301, "ultimat3_jobs.E073", "from 0.01 to 300"),
     ("WEBHOOK_SECRET_OVERLAP_SECONDS", -1, "ultimat3_jobs.E074", "from 0 to 2592000"),
+    ("RETENTION_COMPLETED_SECONDS", -1, "ultimat3_jobs.E090", "must be None or a finite number"),
+    ("RETENTION_FAILED_SECONDS", "7d", "ultimat3_jobs.E091", "from 0 to 315360000"),
+    ("RETENTION_CANCELLED_SECONDS", float("inf"), "ultimat3_jobs.E092", "must be None or"),
+    ("RETENTION_EVENTS_SECONDS", True, "ultimat3_jobs.E093", "must be None or"),
+    ("RETENTION_COUNTERS_SECONDS", -5, "ultimat3_jobs.E094", "must be None or"),
+    ("PURGE_CRON", "every hour", "ultimat3_jobs.E095", "a cron expression of 5 fields"),
+    ("PURGE_BATCH_SIZE", 0, "ultimat3_jobs.E096", "an integer from 1 to 10000"),
+    ("ENVIRONMENT", "prod west", "ultimat3_jobs.E097", "letters, digits and _ . : -"),
 ]
 
 

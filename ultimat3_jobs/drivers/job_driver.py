@@ -27,9 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
+from ultimat3_jobs.drivers.backfill_seam import BackfillMethods
 from ultimat3_jobs.drivers.common import RESCUE_BATCH_DEFAULT, WakeSubscription
 from ultimat3_jobs.drivers.leases_seam import LeaseMethods
 from ultimat3_jobs.drivers.operating import OperatorSeam
+from ultimat3_jobs.drivers.retention_seam import RetentionMethods
 from ultimat3_jobs.drivers.steps_seam import StepMethods
 from ultimat3_jobs.types import (
     AckItem,
@@ -50,7 +52,9 @@ from ultimat3_jobs.types import (
 )
 
 
-class JobDriver(StepMethods, LeaseMethods, OperatorSeam, abc.ABC):
+class JobDriver(
+    StepMethods, LeaseMethods, RetentionMethods, BackfillMethods, OperatorSeam, abc.ABC
+):
     """A job store. Methods are named ``noun_verb[_many]``, the same name as the SQL statement
     or script that implements them and the parity tests that pin them; all arguments after
     ``self`` are keyword-only."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import abc
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import ClassVar
 
 from ultimat3_jobs.drivers.common import WakeSubscription
@@ -60,9 +61,17 @@ class OutboxStore(abc.ABC):
         :meth:`outbox_mark_published`."""
 
     @abc.abstractmethod
-    def outbox_purge_published(self, *, retention_seconds: float, limit: int) -> int:
-        """Delete up to ``limit`` rows published more than ``retention_seconds`` ago; never an
-        unpublished row. Answers how many."""
+    def outbox_purge_published(
+        self, *, retention_seconds: float, limit: int, before: datetime | None = None
+    ) -> int:
+        """Delete up to ``limit`` rows published more than ``retention_seconds`` ago (or, when
+        ``before`` is given, a purge pass's one clock reading minus its retention, published
+        before it); never an unpublished row. Answers how many."""
+
+    @abc.abstractmethod
+    def outbox_count_published(self, *, before: datetime, limit: int) -> int:
+        """How many rows :meth:`outbox_purge_published` would delete at ``before``, counted up
+        to ``limit`` (a dry run)."""
 
     def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
         """Call ``on_wake`` when a staging transaction commits; None when there is no wake."""

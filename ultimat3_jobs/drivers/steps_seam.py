@@ -143,5 +143,9 @@ class StepMethods(abc.ABC):
         those jobs' queues are woken."""
 
     @abc.abstractmethod
-    def events_purge_expired(self, *, limit: int = EVENT_PURGE_DEFAULT) -> int:
-        """Delete up to ``limit`` expired events, oldest expiry first. Answers how many."""
+    def events_purge_expired(
+        self, *, limit: int = EVENT_PURGE_DEFAULT, before: datetime | None = None
+    ) -> int:
+        """Delete up to ``limit`` expired events, oldest expiry first. Answers how many.
+        ``before`` (a purge pass's one clock reading) is the cutoff instead of the store's
+        clock: events that expired at or before it go."""

@@ -134,17 +134,28 @@ class MemoryOutbox(OutboxStore):
             entry.lease_expires_at = self.now() + timedelta(seconds=float(retry_seconds))
             return True
 
-    def outbox_purge_published(self, *, retention_seconds: float, limit: int) -> int:
+    def outbox_purge_published(
+        self, *, retention_seconds: float, limit: int, before: datetime | None = None
+    ) -> int:
         with self._lock:
-            before = self.now() - timedelta(seconds=float(retention_seconds))
-            gone = [
-                job_id
-                for job_id, entry in self._entries.items()
-                if entry.published_at is not None and entry.published_at < before
-            ][:limit]
+            if before is None:
+                before = self.now() - timedelta(seconds=float(retention_seconds))
+            gone = self._published_before(before)[:limit]
             for job_id in gone:
                 del self._entries[job_id]
             return len(gone)
+
+    def outbox_count_published(self, *, before: datetime, limit: int) -> int:
+        with self._lock:
+            return min(len(self._published_before(before)), max(0, int(limit)))
+
+    def _published_before(self, before: datetime) -> list[uuid.UUID]:
+        cutoff = before.astimezone(UTC)
+        return [
+            job_id
+            for job_id, entry in self._entries.items()
+            if entry.published_at is not None and entry.published_at < cutoff
+        ]
 
     def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
         """``on_wake("")`` is called by the thread whose staging commits, with ``notify``."""

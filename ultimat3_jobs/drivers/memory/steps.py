@@ -246,11 +246,13 @@ class StepStatements(MemoryState):
         self._deliver(list(queues))
         return EventSent(ended=ended)
 
-    def events_purge_expired(self, *, limit: int = EVENT_PURGE_DEFAULT) -> int:
+    def events_purge_expired(
+        self, *, limit: int = EVENT_PURGE_DEFAULT, before: datetime | None = None
+    ) -> int:
         if limit <= 0:
             return 0
         with self._lock:
-            now = self.now()
+            now = self.now() if before is None else _as_utc(before)
             expired = sorted(
                 (e for e in self._events if e.expires_at <= now), key=lambda e: e.expires_at
             )[:limit]

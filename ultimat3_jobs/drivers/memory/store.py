@@ -18,11 +18,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
+from ultimat3_jobs.drivers.memory.backfills import BackfillStatements
 from ultimat3_jobs.drivers.memory.counters import CounterStatements
 from ultimat3_jobs.drivers.memory.jobs import JobStatements
 from ultimat3_jobs.drivers.memory.leases import LeaseStatements
 from ultimat3_jobs.drivers.memory.operator import OperatorStatements
 from ultimat3_jobs.drivers.memory.pauses import PauseStatements
+from ultimat3_jobs.drivers.memory.retention import RetentionStatements
 from ultimat3_jobs.drivers.memory.rows import _as_utc
 from ultimat3_jobs.drivers.memory.scheduler import SchedulerStatements
 from ultimat3_jobs.drivers.memory.steps import StepStatements
@@ -40,6 +42,8 @@ class MemoryDriver(
     WorkerStatements,
     StepStatements,
     LeaseStatements,
+    RetentionStatements,
+    BackfillStatements,
     JobDriver,
 ):
     """Jobs in a dict of this process, guarded by one lock."""

@@ -29,6 +29,7 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
     log_unsettled,
 )
+from ultimat3_jobs.drivers.postgres.backfills import BackfillStatements
 from ultimat3_jobs.drivers.postgres.leases import LeaseStatements
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.operating import OperatorMethods
@@ -42,6 +43,7 @@ from ultimat3_jobs.drivers.postgres.params import (
 )
 from ultimat3_jobs.drivers.postgres.registry import WorkerMethods
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
+from ultimat3_jobs.drivers.postgres.retention import RetentionStatements
 from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
 from ultimat3_jobs.drivers.postgres.rows.result import as_uuid, fetch
 from ultimat3_jobs.drivers.postgres.scheduling import SchedulerMethods
@@ -79,7 +81,14 @@ __all__ = ["WAKE_CHANNEL", "PostgresDriver", "batch_params"]
 
 @speaks_seam_errors
 class PostgresDriver(
-    OperatorMethods, SchedulerMethods, WorkerMethods, StepStatements, LeaseStatements, JobDriver
+    OperatorMethods,
+    SchedulerMethods,
+    WorkerMethods,
+    StepStatements,
+    LeaseStatements,
+    RetentionStatements,
+    BackfillStatements,
+    JobDriver,
 ):
     """Jobs in ``x_jobs`` on the PostgreSQL database of a Django alias; raises the seam's
     errors, never the database's (``drivers/postgres/translate.py``)."""

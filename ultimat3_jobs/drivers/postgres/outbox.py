@@ -10,6 +10,7 @@ import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from django.db import DatabaseError, connections
 
@@ -92,9 +93,15 @@ class PostgresOutbox(OutboxStore):
         }
         return bool(self._rows.run("outbox_record_failure", params))
 
-    def outbox_purge_published(self, *, retention_seconds: float, limit: int) -> int:
-        params = {"retention_seconds": float(retention_seconds), "limit": limit}
+    def outbox_purge_published(
+        self, *, retention_seconds: float, limit: int, before: datetime | None = None
+    ) -> int:
+        params = {"retention_seconds": float(retention_seconds), "limit": limit, "before": before}
         return operator_rows.count(fetch(self._rows, "outbox_purge_published", params))
+
+    def outbox_count_published(self, *, before: datetime, limit: int) -> int:
+        params = {"before": before, "limit": int(limit)}
+        return operator_rows.count(fetch(self._rows, "outbox_count_published", params))
 
     def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
         listener = QueueListener(database=self._rows.db, channel=OUTBOX_CHANNEL, on_wake=on_wake)

@@ -128,7 +128,10 @@ class StepStatements:
         (ended,) = fetch(self._jobs, "event_send", params).first("ended") or (0,)
         return EventSent(ended=int(ended))
 
-    def events_purge_expired(self, *, limit: int = EVENT_PURGE_DEFAULT) -> int:
+    def events_purge_expired(
+        self, *, limit: int = EVENT_PURGE_DEFAULT, before: datetime | None = None
+    ) -> int:
         if limit <= 0:
             return 0
-        return len(self._jobs.run("events_purge_expired", {"limit": int(limit)}))
+        params = {"limit": int(limit), "before": before}
+        return len(self._jobs.run("events_purge_expired", params))

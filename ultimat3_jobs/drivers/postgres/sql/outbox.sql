@@ -56,14 +56,25 @@ where id = %(id)s and relay_id = %(relay_id)s and published_at is null
 returning id
 
 -- name: outbox_purge_published
--- Published rows are kept for a retention, then deleted a bounded batch at a time.
+-- Published rows are kept for a retention, then deleted a bounded batch at a time. A purge pass
+-- gives its cutoff (its one clock reading minus the retention) as before.
 with gone as (
     delete from x_outbox
     where id in (
         select id from x_outbox
-        where published_at < now() - make_interval(secs => %(retention_seconds)s)
+        where published_at < coalesce(
+            %(before)s::timestamptz, now() - make_interval(secs => %(retention_seconds)s)
+        )
         limit %(limit)s
     )
         returning id
 )
 select count(*) from gone
+
+-- name: outbox_count_published
+-- What outbox_purge_published would delete at this cutoff, counted up to limit (a dry run).
+select count(*) as count from (
+    select 1 from x_outbox
+    where published_at < %(before)s
+    limit %(limit)s
+) as found

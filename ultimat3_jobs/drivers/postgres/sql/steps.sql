@@ -168,10 +168,11 @@ from counted c left join woken w on true
 
 -- name: events_purge_expired
 -- Delete up to limit expired events, oldest expiry first, through x_job_events_expiry. Rows
--- another purge holds are skipped.
+-- another purge holds are skipped. A purge pass gives its one clock reading as before; alone,
+-- the statement reads now().
 with doomed as (
     select e.id from x_job_events e
-    where e.expires_at <= now()
+    where e.expires_at <= coalesce(%(before)s::timestamptz, now())
     order by e.expires_at
     limit %(limit)s
     for update skip locked

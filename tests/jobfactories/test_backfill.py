@@ -1,0 +1,245 @@
+"""``backfill()``: one step per batch storing the cursor and a count (never the page), the
+``x_backfills`` ledger, ``X_BACKFILL_*`` refusals, ``inspect_backfills()`` and ``jobs
+backfill``. On PostgreSQL, through ``run_enqueued``."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import uuid
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db.models import F
+
+from tests.testapp.models import Effect, SweepRow
+from ultimat3_jobs import Retry
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.errors import BackfillInvalid, JobAborted
+from ultimat3_jobs.factories import backfill, inspect_backfills
+from ultimat3_jobs.factories.backfill import _batch, backfill_declaration
+from ultimat3_jobs.models import Backfill, Job, JobStep
+from ultimat3_jobs.testing import run_enqueued
+
+pytestmark = pytest.mark.django_db
+
+
+def mark(rows: list[SweepRow]) -> None:
+    SweepRow.objects.filter(pk__in=[row.pk for row in rows]).update(
+        handled=F("handled") + 1, done=True
+    )
+
+
+sweep = backfill(
+    "tests.backfill.sweep",
+    queryset=SweepRow.objects.all(),
+    handle=mark,
+    batch_size=4,
+    count=SweepRow.objects.filter(done=False),
+)
+later = backfill(
+    "tests.backfill.later",
+    queryset=SweepRow.objects.all(),
+    handle=mark,
+    batch_size=100,
+    requires=["tests.backfill.sweep"],
+    environments=["production"],
+)
+
+
+def missed(rows: list[SweepRow]) -> None:
+    """Handles all but the last row of each page: the count catches it."""
+    mark(rows[:-1])
+
+
+leaky = backfill(
+    "tests.backfill.leaky",
+    queryset=SweepRow.objects.all(),
+    handle=missed,
+    batch_size=5,
+    count=SweepRow.objects.filter(done=False),
+)
+stuck = backfill(
+    "tests.backfill.stuck",
+    pages=lambda cursor, limit: ([1, 2], 7),
+    handle=lambda rows: None,
+    batch_size=2,
+)
+
+
+def test_a_run_handles_every_row_batch_by_batch_and_completes_in_the_ledger() -> None:
+    ids = [SweepRow.objects.create().pk for _ in range(10)]
+    result = backfill_declaration(sweep.name).enqueue()
+    summary = run_enqueued()
+    assert summary.completed == (result.id,), summary.errors
+    assert Job.objects.get(id=result.id).result == {"rows": 10, "batches": 3, "cursor": ids[-1]}
+    assert sorted(SweepRow.objects.values_list("handled", flat=True)) == [1] * 10
+    steps = dict(JobStep.objects.filter(job_id=result.id).values_list("name", "output"))
+    assert steps["batch:1"] == {"cursor": ids[3], "rows": 4, "done": False}
+    assert steps["batch:2"] == {"cursor": ids[7], "rows": 4, "done": False}
+    assert steps["batch:3"] == {"cursor": ids[9], "rows": 2, "done": True}
+    assert set(steps) == {"start", "batch:1", "batch:2", "batch:3", "count", "finish"}
+    (run,) = Backfill.objects.filter(name=sweep.name)
+    assert (run.status, run.scope, run.run_id, run.rows_done, run.batches_done) == (
+        "completed",
+        "all",
+        result.id,
+        10,
+        3,
+    )
+    assert run.cursor == ids[-1] and run.finished_at is not None
+
+
+def test_a_completed_backfill_is_never_run_again() -> None:
+    SweepRow.objects.create()
+    backfill_declaration(sweep.name).enqueue()
+    run_enqueued()
+    again = sweep.enqueue()
+    summary = run_enqueued()
+    assert summary.failed == (again.id,)
+    assert "X_BACKFILL_COMPLETED" in summary.errors[again.id].message
+    assert Backfill.objects.filter(name=sweep.name).count() == 1
+    with pytest.raises(CommandError, match="X_BACKFILL_COMPLETED"):
+        call_command("jobs", "backfill", "run", sweep.name)
+
+
+@pytest.fixture
+def memory_driver(settings):
+    """The memory driver: a failed attempt's steps and ledger writes stay, as in a worker
+    (``run_enqueued`` on PostgreSQL rolls a failed attempt back, ledger included)."""
+    settings.ULTIMAT3_JOBS = {**settings.ULTIMAT3_JOBS, "DRIVER": "memory"}
+    return get_driver()
+
+
+def test_rows_left_after_the_last_batch_fail_the_run_as_stalled(memory_driver) -> None:
+    for _ in range(7):
+        SweepRow.objects.create()
+    result = leaky.enqueue()
+    summary = run_enqueued()
+    assert summary.failed == (result.id,)
+    message = summary.errors[result.id].message
+    assert "X_BACKFILL_STALLED" in message and "2 row(s) still to do" in message
+    (run,) = [r for r in memory_driver.backfill_list() if r.name == leaky.name]
+    assert run.status == "failed" and "X_BACKFILL_STALLED" in run.error
+
+
+def test_a_cursor_that_does_not_move_is_stalled() -> None:
+    result = stuck.enqueue()
+    summary = run_enqueued()
+    assert summary.failed == (result.id,)
+    assert "cursor did not move from 7" in summary.errors[result.id].message
+
+
+def test_a_backfill_refuses_to_run_outside_its_environments(settings) -> None:
+    result = later.enqueue()
+    summary = run_enqueued()
+    assert "X_BACKFILL_ENVIRONMENT" in summary.errors[result.id].message
+    assert not Backfill.objects.filter(name=later.name).exists()
+    settings.ULTIMAT3_JOBS = {**settings.ULTIMAT3_JOBS, "ENVIRONMENT": "production"}
+    SweepRow.objects.create()
+    again = backfill_declaration(later.name).enqueue()
+    assert run_enqueued().completed == (again.id,)
+
+
+def test_a_failed_batch_is_read_again_from_its_stored_cursor(memory_driver) -> None:
+    """An attempt that fails in batch 2 is retried: batch 1 replays from its stored step (its
+    page is not read or handled again), batch 2 re-reads its page from batch 1's cursor."""
+    ids = [SweepRow.objects.create().pk for _ in range(6)]
+    calls: list[list[int]] = []
+
+    def crash_once(rows: list[SweepRow]) -> None:
+        calls.append([row.pk for row in rows])
+        if len(calls) == 2:
+            raise RuntimeError("lost in batch 2")
+        mark(rows)
+
+    flaky = backfill(
+        "tests.backfill.flaky",
+        queryset=SweepRow.objects.all(),
+        handle=crash_once,
+        batch_size=3,
+        retry=Retry(attempts=3, backoff_base_seconds=0, jitter=0),
+    )
+    result = flaky.enqueue()
+    summary = run_enqueued()
+    assert summary.retried == (result.id,) and summary.completed == (result.id,)
+    assert calls == [ids[:3], ids[3:], ids[3:]]
+    (run,) = [r for r in memory_driver.backfill_list() if r.name == flaky.name]
+    assert (run.rows_done, run.batches_done, run.status) == (6, 2, "completed")
+
+
+def test_a_replayed_batch_handles_its_page_again_and_writes_no_ledger_row() -> None:
+    """A worker killed after a batch's ledger write but before its step was stored: the replay
+    handles that page again (at least once) and the ledger counts it once."""
+    ids = [SweepRow.objects.create().pk for _ in range(3)]
+    declaration = backfill_declaration(sweep.name)
+    run_id = uuid.uuid4()
+    get_driver().backfill_start(name=sweep.name, scope="all", run_id=run_id, environment="")
+    first = _batch(declaration, run_id, 1, None, threading.Event())
+    again = _batch(declaration, run_id, 1, None, threading.Event())
+    assert first == again == {"cursor": ids[-1], "rows": 3, "done": True}
+    assert list(SweepRow.objects.values_list("handled", flat=True)) == [2, 2, 2]
+    (run,) = Backfill.objects.filter(run_id=run_id)
+    assert (run.rows_done, run.batches_done) == (3, 1)
+
+
+def test_the_throttle_wait_is_cancellable() -> None:
+    slow = backfill(
+        "tests.backfill.slow",
+        queryset=SweepRow.objects.all(),
+        handle=mark,
+        batch_size=1,
+        rate=0.001,
+    )
+    cancelled = threading.Event()
+    cancelled.set()
+    with pytest.raises(JobAborted):
+        _batch(backfill_declaration(slow.name), uuid.uuid4(), 1, None, cancelled)
+
+
+def test_inspect_and_the_pending_gate() -> None:
+    views = {view.name: view for view in inspect_backfills(environment="production")}
+    assert views[sweep.name].pending and views[sweep.name].state == "pending"
+    assert views[later.name].blocked_by == (sweep.name,)
+    staging = {view.name: view for view in inspect_backfills(environment="staging")}
+    assert not staging[later.name].applies and not staging[later.name].pending
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"backfill\(s\) pending") as raised:
+        call_command("jobs", "backfill", "--pending", "--environment", "production", stdout=out)
+    assert raised.value.returncode == 1
+    assert sweep.name in out.getvalue() and "waits for tests.backfill.sweep" in out.getvalue()
+    SweepRow.objects.create()
+    out = io.StringIO()
+    call_command("jobs", "backfill", "run", sweep.name, stdout=out)
+    assert f"backfill {sweep.name} started" in out.getvalue()
+    run_enqueued()
+    out = io.StringIO()
+    call_command("jobs", "backfill", "--json", "--environment", "production", stdout=out)
+    document = {row["name"]: row for row in json.loads(out.getvalue())}
+    assert document[sweep.name]["state"] == "completed"
+    assert document[sweep.name]["run"]["rows_done"] == 1
+    assert document[later.name]["blocked_by"] == []
+
+
+@pytest.mark.parametrize(
+    ("options", "rule"),
+    [
+        ({"batch_size": 0}, "batch_size must be an integer from 1 to 10000"),
+        ({"batch_size": 10_001}, "batch_size must be an integer"),
+        ({"batch_size": 5, "pages": lambda c, n: ([], None)}, "exactly one of queryset"),
+        ({"batch_size": 5, "queryset": None}, "exactly one of queryset"),
+        ({"batch_size": 5, "rate": 0}, "rate must be a number"),
+        ({"batch_size": 5, "tenant": lambda i: i["org"]}, 'tenant must be "none"'),
+        ({"batch_size": 5, "queryset": JobStep.objects.all()}, "composite primary key"),
+        ({"batch_size": 5, "queryset": Effect.objects.values("id")}, "model instances"),
+        ({"batch_size": 5, "queryset": Effect.objects.all()[:5]}, "must not be sliced"),
+        ({"batch_size": 5, "environments": "prod"}, "environments must be a list"),
+    ],
+)
+def test_a_bad_declaration_is_refused_with_x_backfill_invalid(options, rule) -> None:
+    options.setdefault("queryset", Effect.objects.all())
+    with pytest.raises(BackfillInvalid, match=rule) as raised:
+        backfill("tests.backfill.bad", handle=mark, **options)
+    assert raised.value.code == "X_BACKFILL_INVALID"

@@ -1,0 +1,70 @@
+"""The seam's backfill ledger (``x_backfills``): :class:`BackfillMethods`, which
+:class:`JobDriver` inherits.
+
+Layer L2 (the seam): imports L1 only. Every driver implements these methods and passes
+``tests/drivers/test_backfill_ledger.py``. The ledger says what each backfill run SWEPT, one row
+per run (keyed by its job id); the registry says what exists, and ``inspect_backfills()`` is the
+diff. Only a ``completed`` run blocks a new run of the same name and scope.
+"""
+
+from __future__ import annotations
+
+import abc
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+BackfillStatus = Literal["running", "completed", "failed"]
+BACKFILL_LIST_MAX = 1000
+"""``backfill_list`` answers at most this many runs, newest first."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackfillRun:
+    """One ledger row: a run of a backfill. ``cursor`` is the last stored position (parsed
+    JSON), ``rows_done`` and ``batches_done`` what the run swept so far."""
+
+    name: str
+    scope: str
+    run_id: uuid.UUID
+    environment: str
+    status: BackfillStatus
+    cursor: Any = None
+    rows_done: int = 0
+    batches_done: int = 0
+    error: str = ""
+    started_at: datetime | None = None
+    updated_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class BackfillMethods(abc.ABC):
+    """The ledger's writes and read; every argument keyword-only."""
+
+    @abc.abstractmethod
+    def backfill_start(
+        self, *, name: str, scope: str, run_id: uuid.UUID, environment: str
+    ) -> BackfillRun | None:
+        """Record the run ``run_id`` of ``name`` over ``scope`` as ``running`` (a run already
+        recorded is left as it is) and answer its row; ``None`` when another run of the same
+        name and scope is ``completed`` (nothing written)."""
+
+    @abc.abstractmethod
+    def backfill_advance(
+        self, *, run_id: uuid.UUID, batch: int, cursor_json: str, rows: int
+    ) -> bool:
+        """Record that batch number ``batch`` of a running run swept ``rows`` rows and stored
+        ``cursor_json``: only when the run has recorded fewer batches, so a replayed batch
+        writes nothing. Answers whether it landed."""
+
+    @abc.abstractmethod
+    def backfill_finish(
+        self, *, run_id: uuid.UUID, status: BackfillStatus, error: str = ""
+    ) -> bool:
+        """End a running run ``completed`` or ``failed`` (with ``error``). Answers whether it
+        landed."""
+
+    @abc.abstractmethod
+    def backfill_list(self, *, limit: int = BACKFILL_LIST_MAX) -> list[BackfillRun]:
+        """Recorded runs, newest start first, at most ``limit``."""

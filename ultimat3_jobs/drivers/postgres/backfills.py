@@ -1,0 +1,73 @@
+"""The backfill ledger of the PostgreSQL driver (``sql/backfills.sql``), mixed into
+:class:`~ultimat3_jobs.drivers.postgres.driver.PostgresDriver`."""
+
+from __future__ import annotations
+
+import uuid
+
+from ultimat3_jobs.drivers.backfill_seam import (
+    BACKFILL_LIST_MAX,
+    BackfillRun,
+    BackfillStatus,
+)
+from ultimat3_jobs.drivers.postgres.rows.result import Result, fetch
+from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
+from ultimat3_jobs.models import RawStatementManager
+from ultimat3_jobs.serialization import decode_json
+
+COLUMNS = (
+    "name",
+    "scope",
+    "run_id",
+    "environment",
+    "status",
+    "cursor",
+    "rows_done",
+    "batches_done",
+    "error",
+    "started_at",
+    "updated_at",
+    "finished_at",
+)
+
+
+def _runs(result: Result) -> list[BackfillRun]:
+    runs = []
+    for values in result.picked(*COLUMNS):
+        row = dict(zip(COLUMNS, values, strict=True))
+        row["cursor"] = None if row["cursor"] is None else decode_json(row["cursor"])
+        row["run_id"] = uuid.UUID(str(row["run_id"]))
+        runs.append(BackfillRun(**row))
+    return runs
+
+
+@speaks_seam_errors
+class BackfillStatements:
+    """Mixed into the driver; reads its ``x_jobs`` statement manager (the ledger lives on the
+    same alias)."""
+
+    _jobs: RawStatementManager
+
+    def backfill_start(
+        self, *, name: str, scope: str, run_id: uuid.UUID, environment: str
+    ) -> BackfillRun | None:
+        params = {"name": name, "scope": scope, "run_id": run_id, "environment": environment}
+        self._jobs.run("backfill_start", params)
+        found = _runs(fetch(self._jobs, "backfill_get", {"run_id": run_id}))
+        return next(iter(found), None)
+
+    def backfill_advance(
+        self, *, run_id: uuid.UUID, batch: int, cursor_json: str, rows: int
+    ) -> bool:
+        params = {"run_id": run_id, "batch": batch, "cursor": cursor_json, "rows": rows}
+        return bool(self._jobs.run("backfill_advance", params))
+
+    def backfill_finish(
+        self, *, run_id: uuid.UUID, status: BackfillStatus, error: str = ""
+    ) -> bool:
+        params = {"run_id": run_id, "status": status, "error": error}
+        return bool(self._jobs.run("backfill_finish", params))
+
+    def backfill_list(self, *, limit: int = BACKFILL_LIST_MAX) -> list[BackfillRun]:
+        bounded = max(0, min(int(limit), BACKFILL_LIST_MAX))
+        return _runs(fetch(self._jobs, "backfill_list", {"limit": bounded}))

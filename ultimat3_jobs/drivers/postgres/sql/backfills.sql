@@ -1,0 +1,43 @@
+-- name: backfill_start
+-- A run is recorded once (its job id is the key); no row is written while another run of the
+-- same name and scope is completed, which is what blocks a new run.
+insert into x_backfills as b (name, scope, run_id, environment, status, rows_done, batches_done)
+select %(name)s, %(scope)s, %(run_id)s, %(environment)s, 'running', 0, 0
+where not exists (
+    select 1 from x_backfills c
+    where c.name = %(name)s and c.scope = %(scope)s and c.status = 'completed'
+      and c.run_id <> %(run_id)s
+)
+on conflict (run_id) do nothing
+returning b.run_id
+
+-- name: backfill_get
+-- One run's ledger row, by its job id.
+select name, scope, run_id, environment, status, cursor::text as cursor, rows_done,
+       batches_done, error, started_at, updated_at, finished_at
+from x_backfills
+where run_id = %(run_id)s
+
+-- name: backfill_advance
+-- A batch is counted once: a replayed batch (its number not above what is recorded) and a run
+-- no longer running write nothing.
+update x_backfills
+set cursor = %(cursor)s::jsonb, rows_done = rows_done + %(rows)s, batches_done = %(batch)s,
+    updated_at = now()
+where run_id = %(run_id)s and status = 'running' and batches_done < %(batch)s
+returning run_id
+
+-- name: backfill_finish
+-- A running run ends once, completed or failed.
+update x_backfills
+set status = %(status)s, error = %(error)s, finished_at = now(), updated_at = now()
+where run_id = %(run_id)s and status = 'running'
+returning run_id
+
+-- name: backfill_list
+-- The newest runs first, bounded: what inspect_backfills projects.
+select name, scope, run_id, environment, status, cursor::text as cursor, rows_done,
+       batches_done, error, started_at, updated_at, finished_at
+from x_backfills
+order by started_at desc, id desc
+limit %(limit)s

@@ -1,0 +1,262 @@
+"""``backfill(name, ...)``: sweep a table in resumable batches, recorded in the ``x_backfills``
+ledger.
+
+Layer: factories. A backfill is a job whose body is made of durable steps: ``start`` records the
+run in the ledger (refused when a run of the same name and scope completed, or when this
+environment is not one the backfill is declared for), then one step per batch, named by its
+position (``batch:1``, ``batch:2``, ...), reads a page after the stored cursor, calls
+``handle(rows)`` and stores the NEW CURSOR and the row count, never the page. A replayed batch
+re-reads its page from the cursor the previous step stored: ``handle`` runs AT LEAST ONCE per
+batch. After the last batch, ``count`` (rows still to do) must be 0, else the run fails with
+``X_BACKFILL_STALLED``; then ``finish`` records the run ``completed``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.errors import (
+    BackfillCompleted,
+    BackfillEnvironment,
+    BackfillError,
+    BackfillInvalid,
+    BackfillStalled,
+    JobAborted,
+    Terminal,
+)
+from ultimat3_jobs.factories.sources import Reader, count_of, reader_for
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.definitions import JobHandle, job
+from ultimat3_jobs.model.job_definition import Retry
+
+BATCH_SIZE_MAX = 10_000
+RATE_MAX = 1000.0
+ALL_SCOPE = "all"
+"""The ledger scope of a backfill over the whole table (``tenant="none"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillDeclaration:
+    """A declared backfill: where its rows come from, what it does with them, where it may run
+    and what must be completed first."""
+
+    name: str
+    read: Reader
+    handle: Callable[[list[Any]], Any]
+    batch_size: int
+    rate: float | None
+    environments: tuple[str, ...] | None
+    requires: tuple[str, ...]
+    count: Any
+    job: JobHandle
+    scope: str = ALL_SCOPE
+
+    def runs_in(self, environment: str) -> bool:
+        return self.environments is None or environment in self.environments
+
+    def enqueue(self) -> Any:
+        """Start a run now (one live run per name and scope)."""
+        key = f"backfill:{self.name}:{self.scope}"
+        return self.job.using(idempotency_key=key).enqueue()
+
+
+_lock = threading.Lock()
+_declared: dict[str, BackfillDeclaration] = {}
+
+
+def _refuse(name: str, option: str, rule: str, value: Any) -> BackfillInvalid:
+    return BackfillInvalid(f"backfill {name!r}: {option} {rule}; got {value!r}")
+
+
+def _names(name: str, option: str, value: Iterable[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+        raise _refuse(name, option, "must be a list of names", value)
+    return tuple(value)
+
+
+def backfill(
+    name: str,
+    *,
+    queryset: Any = None,
+    pages: Callable[[Any, int], tuple[list[Any], Any]] | None = None,
+    handle: Callable[[list[Any]], Any],
+    batch_size: int,
+    rate: float | None = None,
+    environments: Iterable[str] | None = None,
+    requires: Iterable[str] = (),
+    count: Any = None,
+    tenant: str = "none",
+    queue: str | None = None,
+    retry: Retry | None = None,
+) -> JobHandle:
+    """Declare a backfill job named ``name``. Exactly one source: ``queryset`` (read by its
+    primary key, ascending; the cursor is the last row's key) or ``pages(cursor, limit)``
+    answering ``(rows, next_cursor)`` (``next_cursor`` JSON, ``None`` when there is no more).
+    ``handle(rows)`` is called AT LEAST ONCE per batch of ``batch_size`` (1 to 10,000) rows.
+    ``rate``: at most that many batches per second, the wait spent inside the batch's step.
+    ``environments``: the ``ENVIRONMENT`` names it may run in (any when ``None``);
+    ``requires``: backfills that must be completed first (checked at the deploy gate).
+    ``count``: a queryset (or a callable answering an int) of rows still to do, which must be
+    0 after the last batch. ``tenant`` must be ``"none"`` (one run over the whole table)."""
+    if tenant != "none":
+        raise _refuse(name, "tenant", 'must be "none" (a backfill sweeps the whole table)', tenant)
+    if (queryset is None) == (pages is None):
+        raise _refuse(name, "source", "must be exactly one of queryset= or pages=", None)
+    if not callable(handle):
+        raise _refuse(name, "handle", "must be callable", handle)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise _refuse(
+            name, "batch_size", f"must be an integer from 1 to {BATCH_SIZE_MAX}", batch_size
+        )
+    if not 1 <= batch_size <= BATCH_SIZE_MAX:
+        raise _refuse(
+            name, "batch_size", f"must be an integer from 1 to {BATCH_SIZE_MAX}", batch_size
+        )
+    if rate is not None and (
+        isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= RATE_MAX
+    ):
+        raise _refuse(
+            name, "rate", f"must be a number of batches per second, above 0 to {RATE_MAX:g}", rate
+        )
+    if count is not None and not (callable(count) or hasattr(count, "count")):
+        raise _refuse(name, "count", "must be a queryset or a callable answering an int", count)
+    read = reader_for(name, queryset=queryset, pages=pages)
+
+    def body(ctx: JobContext) -> dict[str, Any]:
+        return run(_declared[name], ctx)
+
+    body.__qualname__ = f"backfill[{name}]"
+    handle_ = job(
+        name=name,
+        queue=queue,
+        tenant="none",
+        retry=retry,
+        on_settled=functools.partial(_settled, name),
+    )(body)
+    declaration = BackfillDeclaration(
+        name=name,
+        read=read,
+        handle=handle,
+        batch_size=batch_size,
+        rate=None if rate is None else float(rate),
+        environments=_names(name, "environments", environments),
+        requires=_names(name, "requires", requires) or (),
+        count=count,
+        job=handle_,
+    )
+    with _lock:
+        _declared[name] = declaration
+    return handle_
+
+
+def declared_backfills() -> list[BackfillDeclaration]:
+    """Every declared backfill, by name."""
+    with _lock:
+        return [_declared[name] for name in sorted(_declared)]
+
+
+def backfill_declaration(name: str) -> BackfillDeclaration:
+    """The backfill declared under ``name``, or :class:`BackfillInvalid` naming the known."""
+    with _lock:
+        found = _declared.get(name)
+        known = ", ".join(sorted(_declared)) or "none"
+    if found is None:
+        raise BackfillInvalid(f"no backfill is declared under {name!r} (declared: {known})")
+    return found
+
+
+def run(declaration: BackfillDeclaration, ctx: JobContext) -> dict[str, Any]:
+    """One run: ``start``, the batches, ``count``, ``finish``. A backfill refusal fails the run
+    for good (recorded ``failed`` in the ledger); any other error is retried by the job."""
+    run_id = ctx.job_id
+    try:
+        ctx.step.run("start", functools.partial(_start, declaration, run_id))
+        cursor: Any = None
+        rows = batches = 0
+        while True:
+            batch = functools.partial(
+                _batch, declaration, run_id, batches + 1, cursor, ctx.cancelled
+            )
+            done = ctx.step.run(f"batch:{batches + 1}", batch)
+            batches += 1
+            rows += done["rows"]
+            cursor = done["cursor"]
+            if done["done"]:
+                break
+        remaining = ctx.step.run("count", functools.partial(count_of, declaration.count))
+        if remaining:
+            raise BackfillStalled(
+                f"backfill {declaration.name!r}: {remaining} row(s) still to do after its "
+                f"last batch (batch {batches}, cursor {cursor!r})"
+            )
+        ctx.step.run("finish", functools.partial(_finish, run_id))
+    except BackfillError as exc:
+        get_driver().backfill_finish(run_id=run_id, status="failed", error=str(exc))
+        raise Terminal(str(exc)) from exc
+    return {"rows": rows, "batches": batches, "cursor": cursor}
+
+
+def _start(declaration: BackfillDeclaration, run_id: uuid.UUID) -> dict[str, str]:
+    environment = get_settings().environment
+    if not declaration.runs_in(environment):
+        allowed = ", ".join(declaration.environments or ())
+        raise BackfillEnvironment(
+            f"backfill {declaration.name!r} runs in {allowed}; this is {environment!r} "
+            "(ULTIMAT3_JOBS['ENVIRONMENT'])"
+        )
+    recorded = get_driver().backfill_start(
+        name=declaration.name, scope=declaration.scope, run_id=run_id, environment=environment
+    )
+    if recorded is None:
+        raise BackfillCompleted(
+            f"backfill {declaration.name!r} ({declaration.scope}) has a completed run: "
+            "it is never run again"
+        )
+    return {"environment": environment}
+
+
+def _batch(
+    declaration: BackfillDeclaration,
+    run_id: uuid.UUID,
+    number: int,
+    cursor: Any,
+    cancelled: threading.Event,
+) -> dict[str, Any]:
+    """One batch: the throttle's wait, the page after ``cursor``, ``handle``, the ledger."""
+    if declaration.rate is not None and cancelled.wait(1.0 / declaration.rate):
+        raise JobAborted(f"backfill {declaration.name!r} was cancelled during its throttle wait")
+    rows, following, done = declaration.read(cursor, declaration.batch_size)
+    if rows and following == cursor:
+        raise BackfillStalled(
+            f"backfill {declaration.name!r}: batch {number} read {len(rows)} row(s) and its "
+            f"cursor did not move from {cursor!r}"
+        )
+    if rows:
+        declaration.handle(rows)
+        get_driver().backfill_advance(
+            run_id=run_id, batch=number, cursor_json=json.dumps(following), rows=len(rows)
+        )
+    return {"cursor": following if rows else cursor, "rows": len(rows), "done": done}
+
+
+def _finish(run_id: uuid.UUID) -> bool:
+    return get_driver().backfill_finish(run_id=run_id, status="completed")
+
+
+def _settled(name: str, ctx: JobContext, ending: str) -> None:
+    """A run that ended for good without completing is recorded ``failed`` (its attempts are
+    spent); a completed one was recorded by its ``finish`` step."""
+    if ending != "completed":
+        get_driver().backfill_finish(
+            run_id=ctx.job_id, status="failed", error=f"job {name} ended {ending}"
+        )

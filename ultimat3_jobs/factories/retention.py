@@ -1,0 +1,126 @@
+"""The built-in purge targets, each with its own retention setting, and the default purge.
+
+Layer: factories. Each target reads its retention from the settings when a pass starts (so a
+changed setting applies to the next pass) and deletes through the seam's retention methods
+(``drivers/retention_seam.py``) or the outbox store's:
+
+========================  ================================  =================================
+target                    rows                              retention setting
+========================  ================================  =================================
+``jobs.completed``        completed jobs, by ``finished_at``  ``RETENTION_COMPLETED_SECONDS``
+``jobs.failed``           failed jobs (dead letters)        ``RETENTION_FAILED_SECONDS``
+``jobs.cancelled``        cancelled jobs                    ``RETENTION_CANCELLED_SECONDS``
+``outbox``                published outbox rows             ``OUTBOX_RETENTION_SECONDS``
+``events``                events past their expiry          ``RETENTION_EVENTS_SECONDS``
+``counters``              settle counters, by bucket        ``RETENTION_COUNTERS_SECONDS``
+========================  ================================  =================================
+
+A job's steps go with the job (``on delete cascade``). ``None`` keeps rows for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.drivers import get_driver, get_outbox
+from ultimat3_jobs.factories.purge import PurgeTarget
+from ultimat3_jobs.types import JobState
+
+DEFAULT_PURGE_NAME = "ultimat3_jobs.purge"
+"""The purge declared by ``ultimat3_jobs/jobs.py`` on ``PURGE_CRON`` over every built-in target."""
+
+
+def _setting(
+    read: Callable[[Settings], float | None], given: float | None
+) -> Callable[[], float | None]:
+    if given is not None:
+        return lambda: float(given)
+    return lambda: read(get_settings())
+
+
+def finished_jobs(state: JobState | str, *, retention: float | None = None) -> PurgeTarget:
+    """Jobs finished in ``state`` (``completed``, ``failed`` or ``cancelled``) longer ago than
+    ``retention`` seconds (else the state's ``RETENTION_*_SECONDS``), with their steps."""
+    found = JobState(state)
+    key = f"retention_{found.value}_seconds"
+
+    def delete(cutoff: datetime, limit: int) -> int:
+        return get_driver().job_purge_finished(state=found, before=cutoff, limit=limit)
+
+    def count(cutoff: datetime, cap: int) -> int:
+        return get_driver().job_count_finished(state=found, before=cutoff, limit=cap)
+
+    return PurgeTarget(
+        name=f"jobs.{found.value}",
+        retention=_setting(lambda s: getattr(s, key), retention),
+        delete=delete,
+        count=count,
+    )
+
+
+def published_outbox(*, retention: float | None = None) -> PurgeTarget:
+    """Outbox rows published longer ago than ``OUTBOX_RETENTION_SECONDS``."""
+
+    def delete(cutoff: datetime, limit: int) -> int:
+        return get_outbox().outbox_purge_published(
+            retention_seconds=0.0, limit=limit, before=cutoff
+        )
+
+    def count(cutoff: datetime, cap: int) -> int:
+        return get_outbox().outbox_count_published(before=cutoff, limit=cap)
+
+    return PurgeTarget(
+        name="outbox",
+        retention=_setting(lambda s: s.outbox_retention_seconds, retention),
+        delete=delete,
+        count=count,
+    )
+
+
+def expired_events(*, retention: float | None = None) -> PurgeTarget:
+    """Events that expired longer ago than ``RETENTION_EVENTS_SECONDS`` (0: once expired)."""
+
+    def delete(cutoff: datetime, limit: int) -> int:
+        return get_driver().events_purge_expired(limit=limit, before=cutoff)
+
+    def count(cutoff: datetime, cap: int) -> int:
+        return get_driver().event_count_expired(before=cutoff, limit=cap)
+
+    return PurgeTarget(
+        name="events",
+        retention=_setting(lambda s: s.retention_events_seconds, retention),
+        delete=delete,
+        count=count,
+    )
+
+
+def old_counters(*, retention: float | None = None) -> PurgeTarget:
+    """Settle-counter rows (minute rows the rollup has not folded, and hour rows) whose bucket
+    is older than ``RETENTION_COUNTERS_SECONDS``."""
+
+    def delete(cutoff: datetime, limit: int) -> int:
+        return get_driver().counter_purge(before=cutoff, limit=limit)
+
+    def count(cutoff: datetime, cap: int) -> int:
+        return get_driver().counter_count(before=cutoff, limit=cap)
+
+    return PurgeTarget(
+        name="counters",
+        retention=_setting(lambda s: s.retention_counters_seconds, retention),
+        delete=delete,
+        count=count,
+    )
+
+
+def default_targets() -> list[PurgeTarget]:
+    """Every built-in target, each on its setting."""
+    return [
+        finished_jobs(JobState.COMPLETED),
+        finished_jobs(JobState.FAILED),
+        finished_jobs(JobState.CANCELLED),
+        published_outbox(),
+        expired_events(),
+        old_counters(),
+    ]
