@@ -119,7 +119,12 @@ def fire_diagnosis(jobs: list[Any]) -> str:
     does not hold (and whether any row has that id), the scheduler's log, the live threads."""
     from ultimat3_jobs.models import Job
 
-    stored = {str(job.id) for job in jobs}
+    stored = {str(job.id) for job in jobs} | {
+        str(i)
+        for i in Job.objects.filter(idempotency_key__startswith="task:").values_list(
+            "id", flat=True
+        )
+    }
     fired_ids = [line.rsplit(" as ", 1)[1] for line in _SCHEDULER_LOG.lines if ".fired:" in line]
     missing = [i for i in fired_ids if i not in stored]
     rows = list(Job.objects.filter(id__in=missing).values_list("id", "name", "state"))
@@ -184,6 +189,15 @@ def fired(name: str) -> list[Fired]:
         for id, key, created, run_at, state in rows
     ]
     return sorted(jobs, key=lambda job: job.occurrence)
+
+
+def cron_jobs_count() -> int:
+    """The jobs any cron job's fire stored (their keys are ``task:<seconds>:<name>``): what
+    a scheduler's ``fire_count`` counts, whichever cron jobs the registry holds (the project's
+    registry holds more than ``tests.every_second``: the test apps' cron and consumer jobs)."""
+    from ultimat3_jobs.models import Job
+
+    return Job.objects.filter(idempotency_key__startswith="task:").count()
 
 
 def occurrences(name: str) -> list[datetime]:

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from tests.scheduler.conftest import (
     EVERY_SECOND,
     FAST_LEASE,
+    cron_jobs_count,
     db_now,
     fire_diagnosis,
     fired,
@@ -73,7 +74,7 @@ def test_a_leader_fires_every_second_with_occurrence_keys(make_scheduler):
     assert state.watermark == jobs[-1].occurrence
     assert state.last_fire_at == jobs[-1].occurrence
     assert state.last_job_id == jobs[-1].id
-    assert running.scheduler.fire_count == len(jobs)
+    assert running.scheduler.fire_count == cron_jobs_count(), fire_diagnosis(jobs)
     # The daily Paris task is known too, not due: nothing fired for it.
     assert fired("tests.paris_daily") == []
     assert task_row("tests.paris_daily") is not None
@@ -101,7 +102,7 @@ def test_three_schedulers_one_leads(make_scheduler):
     assert len(jobs) >= 4
     assert len({job.key for job in jobs}) == len(jobs)
     assert_every_second_once([job.occurrence for job in jobs])
-    assert leader.scheduler.fire_count == len(jobs), fire_diagnosis(jobs)
+    assert leader.scheduler.fire_count == cron_jobs_count(), fire_diagnosis(jobs)
 
 
 def test_a_graceful_stop_hands_over_without_a_double_or_a_gap(make_scheduler):
@@ -131,7 +132,7 @@ def test_a_graceful_stop_hands_over_without_a_double_or_a_gap(make_scheduler):
     assert (row.holder, row.epoch) == (successor.id, 2)
     jobs = fired(EVERY_SECOND)
     assert_every_second_once([job.occurrence for job in jobs])
-    assert leader.scheduler.fire_count + successor.scheduler.fire_count == len(jobs), (
+    assert leader.scheduler.fire_count + successor.scheduler.fire_count == cron_jobs_count(), (
         fire_diagnosis(jobs)
     )
     assert leader.scheduler.fire_count >= 3
