@@ -59,6 +59,7 @@ The tree::
     ├── SubjectTableInvalid (ValueError)       X_SUBJECT_TABLE_INVALID
     ├── SubjectRequestInvalid (ValueError)     X_SUBJECT_REQUEST_INVALID
     ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
+    ├── DriverCapabilityMissing                X_DRIVER_CAPABILITY_MISSING
     ├── StoreRefused                           X_STORE_REFUSED
     └── InvariantViolated                      X_INVARIANT
 
@@ -91,9 +92,18 @@ from django.core.exceptions import ImproperlyConfigured
 from ultimat3_jobs.errors_base import CodedOutcome as _CodedOutcome
 from ultimat3_jobs.errors_base import JobsError, Terminal
 from ultimat3_jobs.errors_features import (  # noqa: F401  (re-exported: import them from here)
+    BackfillCompleted,
+    BackfillEnvironment,
+    BackfillError,
+    BackfillInvalid,
+    BackfillStalled,
     ConsumerInvalid,
     ConsumerSelfEnqueue,
     ConsumerUnknown,
+    ImportErrorsExceeded,
+    ImportInvalid,
+    ImportRecordInvalid,
+    StorageUnknown,
     SubjectFieldUnknown,
     SubjectRequestInvalid,
     SubjectTableInvalid,
@@ -286,67 +296,6 @@ class EventInvalid(JobsError, ValueError):
     code = "X_EVENT_INVALID"
 
 
-class BackfillError(JobsError):
-    """A backfill was refused (``ultimat3_jobs.factories.backfill``)."""
-
-    code = "X_BACKFILL"
-
-
-class BackfillInvalid(BackfillError, ValueError):
-    """A backfill declaration breaks a rule (its source, its ordering key, its batch size)."""
-
-    code = "X_BACKFILL_INVALID"
-
-
-class BackfillStalled(BackfillError):
-    """A backfill's cursor stopped moving, or rows were still to do after its last batch."""
-
-    code = "X_BACKFILL_STALLED"
-
-
-class BackfillCompleted(BackfillError):
-    """The backfill already has a completed run for this scope: it is never run again."""
-
-    code = "X_BACKFILL_COMPLETED"
-
-
-class BackfillEnvironment(BackfillError):
-    """The backfill is not declared for this environment."""
-
-    code = "X_BACKFILL_ENVIRONMENT"
-
-
-class StorageUnknown(JobsError, LookupError):
-    """An export or import names a storage that ``settings.STORAGES`` does not define."""
-
-    code = "X_STORAGE_UNKNOWN"
-
-
-class ImportInvalid(JobsError, ValueError):
-    """An ``import_rows`` or ``export_rows`` declaration breaks a rule."""
-
-    code = "X_IMPORT_INVALID"
-
-
-class ImportRecordInvalid(JobsError, ValueError):
-    """One imported record was refused: raised by a ``parse`` with the ``field`` and the
-    ``rule`` it broke. The report keeps the row number, the field and the rule, never the
-    value."""
-
-    code = "X_IMPORT_RECORD_INVALID"
-
-    def __init__(self, message: str | None = None, *, field: str = "", rule: str = "") -> None:
-        super().__init__(message, field=field, rule=rule)
-        self.field = field
-        self.rule = rule
-
-
-class ImportErrorsExceeded(JobsError):
-    """An import refused more records than its error budget allows."""
-
-    code = "X_IMPORT_ERRORS_EXCEEDED"
-
-
 class JobPageInvalid(JobsError, ValueError):
     """The job list request is invalid (page size, cursor or filter)."""
 
@@ -375,6 +324,13 @@ class DriverUnavailable(JobsError):
     """The job store cannot be reached."""
 
     code = "X_DRIVER_UNAVAILABLE"
+
+
+class DriverCapabilityMissing(JobsError):
+    """The configured job store does not provide this capability (its driver says so with a
+    ``has_*`` flag): use a driver that does, or leave the feature off."""
+
+    code = "X_DRIVER_CAPABILITY_MISSING"
 
 
 class StoreRefused(JobsError):

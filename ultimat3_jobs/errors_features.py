@@ -1,4 +1,5 @@
-"""The errors of the features built on jobs: webhooks, consumers, subject requests.
+"""The errors of the features built on jobs: the factories (backfills, storage, imports),
+webhooks, consumers, subject requests.
 
 Layer L1 (core): imports only ``errors_base``. Every class here is re-exported by
 :mod:`ultimat3_jobs.errors` (import them from there) and listed on the errors page.
@@ -7,6 +8,70 @@ Layer L1 (core): imports only ``errors_base``. Every class here is re-exported b
 from __future__ import annotations
 
 from ultimat3_jobs.errors_base import CodedOutcome, JobsError, Terminal
+
+# -- factories: backfills, storage, imports ------------------------------------------------------
+
+
+class BackfillError(JobsError):
+    """A backfill was refused (``ultimat3_jobs.factories.backfill``)."""
+
+    code = "X_BACKFILL"
+
+
+class BackfillInvalid(BackfillError, ValueError):
+    """A backfill declaration breaks a rule (its source, its ordering key, its batch size)."""
+
+    code = "X_BACKFILL_INVALID"
+
+
+class BackfillStalled(BackfillError):
+    """A backfill's cursor stopped moving, or rows were still to do after its last batch."""
+
+    code = "X_BACKFILL_STALLED"
+
+
+class BackfillCompleted(BackfillError):
+    """The backfill already has a completed run for this scope: it is never run again."""
+
+    code = "X_BACKFILL_COMPLETED"
+
+
+class BackfillEnvironment(BackfillError):
+    """The backfill is not declared for this environment."""
+
+    code = "X_BACKFILL_ENVIRONMENT"
+
+
+class StorageUnknown(JobsError, LookupError):
+    """An export or import names a storage that ``settings.STORAGES`` does not define."""
+
+    code = "X_STORAGE_UNKNOWN"
+
+
+class ImportInvalid(JobsError, ValueError):
+    """An ``import_rows`` or ``export_rows`` declaration breaks a rule."""
+
+    code = "X_IMPORT_INVALID"
+
+
+class ImportRecordInvalid(JobsError, ValueError):
+    """One imported record was refused: raised by a ``parse`` with the ``field`` and the
+    ``rule`` it broke. The report keeps the row number, the field and the rule, never the
+    value."""
+
+    code = "X_IMPORT_RECORD_INVALID"
+
+    def __init__(self, message: str | None = None, *, field: str = "", rule: str = "") -> None:
+        super().__init__(message, field=field, rule=rule)
+        self.field = field
+        self.rule = rule
+
+
+class ImportErrorsExceeded(JobsError):
+    """An import refused more records than its error budget allows."""
+
+    code = "X_IMPORT_ERRORS_EXCEEDED"
+
 
 # -- webhooks ----------------------------------------------------------------------------------
 

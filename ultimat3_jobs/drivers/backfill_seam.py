@@ -13,7 +13,7 @@ import abc
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 BackfillStatus = Literal["running", "completed", "failed"]
 BACKFILL_LIST_MAX = 1000
@@ -41,6 +41,11 @@ class BackfillRun:
 
 class BackfillMethods(abc.ABC):
     """The ledger's writes and read; every argument keyword-only."""
+
+    has_backfill_ledger: ClassVar[bool] = True
+    """Whether the store keeps the backfill ledger (``x_backfills``). A driver without it
+    answers ``False`` here and refuses each method with
+    :class:`~ultimat3_jobs.errors.DriverCapabilityMissing`."""
 
     @abc.abstractmethod
     def backfill_start(

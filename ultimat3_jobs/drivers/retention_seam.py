@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 from datetime import datetime
+from typing import ClassVar
 
 from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.types import FINISHED_STATES, JobState
@@ -51,6 +52,11 @@ def check_purge_limit(limit: int) -> int:
 class RetentionMethods(abc.ABC):
     """Deletes past a retention, and their counts for a dry run. Named ``noun_verb`` like the
     rest of the seam; every argument is keyword-only."""
+
+    has_retention: ClassVar[bool] = True
+    """Whether the store can purge finished rows (the purge factory's targets). A driver
+    without it answers ``False`` here and refuses each method with
+    :class:`~ultimat3_jobs.errors.DriverCapabilityMissing`."""
 
     @abc.abstractmethod
     def clock_now(self) -> datetime:

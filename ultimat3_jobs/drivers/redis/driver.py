@@ -34,6 +34,7 @@ from ultimat3_jobs.drivers.redis.operating import OperatorMethods
 from ultimat3_jobs.drivers.redis.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
 from ultimat3_jobs.drivers.redis.steps import StepScriptMethods
+from ultimat3_jobs.drivers.redis.unsupported import MissingBackfillLedger, MissingRetention
 from ultimat3_jobs.drivers.redis.wake import RedisWake
 from ultimat3_jobs.types import (
     AckItem,
@@ -51,7 +52,14 @@ from ultimat3_jobs.types import (
 
 
 @speaks_seam_errors
-class RedisDriver(OperatorMethods, SchedulerMethods, StepScriptMethods, JobDriver):
+class RedisDriver(
+    MissingRetention,
+    MissingBackfillLedger,
+    OperatorMethods,
+    SchedulerMethods,
+    StepScriptMethods,
+    JobDriver,
+):
     """Jobs in the Redis of a django-redis cache alias; raises the seam's errors, never the
     client's (``scripts.py``)."""
 
