@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -47,12 +49,21 @@ class RunningWorker:
         assert self.worker.started.wait(10)
         return self
 
-    def stop(self, timeout: float = 20) -> int | None:
+    def stop(self, timeout: float = 60) -> int | None:
         if self.thread.is_alive():
             self.worker.request_stop(reason="test finished")
         self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the worker did not stop"
+        assert not self.thread.is_alive(), f"the worker did not stop\n{thread_stacks()}"
         return self.code
+
+
+def thread_stacks() -> str:
+    """Where every live thread is, for a worker that would not stop."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return "\n".join(
+        f"--- {names.get(ident, ident)}\n{''.join(traceback.format_stack(frame))}"
+        for ident, frame in sys._current_frames().items()
+    )
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
