@@ -157,13 +157,14 @@ class RedisDriver(
 
     def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
         """Every value is checked before anything is written (a refused one fails the whole
-        call, nothing lands); then the completions go in one script and each failure in its
-        own (each script atomic, each fenced by its claim token)."""
+        call, nothing lands): the failures' here, the completions' by ``job_ack_many`` before
+        its script runs; then the completions go in one script and each failure in its own
+        (each script atomic, each fenced by its claim token)."""
         for item in items:
-            codec.check_json(item.result_json, "result")
-            codec.check_json(item.progress_json or "null", "progress")
-            if item.error is not None and item.action != "drop":
-                codec.error_entry(item.error.as_json())
+            if item.action != "complete":
+                codec.check_json(item.progress_json or "null", "progress")
+                if item.error is not None and item.action != "drop":
+                    codec.error_entry(item.error.as_json())
         acks = [
             AckItem(
                 job_id=item.job_id,
