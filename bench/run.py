@@ -6,6 +6,7 @@ memory on PostgreSQL, each figure set beside a pgbench ceiling of the same SQL.
     .venv/bin/python bench/run.py --quick         # about ten times smaller, for a smoke run
     .venv/bin/python bench/run.py --phases drain,latency
     .venv/bin/python bench/run.py --peers         # beside pgqueuer and Procrastinate (bench/peers)
+    .venv/bin/python bench/run.py --redis-peers   # the Redis driver beside Celery and RQ
 
 It uses a database of its own (``ULTIMAT3_BENCH_DATABASE``, default ``ultimat3_bench``) on the
 server of ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/postgres``), creates it
@@ -43,6 +44,9 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from bench.peers.driver import run_side_by_side
+from bench.peers.redis_run import END as REDIS_END
+from bench.peers.redis_run import START as REDIS_START
+from bench.peers.redis_run import run_redis_side_by_side
 from bench.peers.report import keep_section
 from bench.scale import LARGE_PROCESSES, SLOTS, phase_scale, scale_table
 from bench.steps import phase_steps
@@ -941,6 +945,7 @@ server reachable and `pgbench` on the `PATH`:
 .venv/bin/python bench/run.py --quick  # about ten times smaller: a smoke run
 .venv/bin/python bench/run.py --phases drain,latency --json results.json
 .venv/bin/python bench/run.py --peers  # beside pgqueuer and Procrastinate: rewrites that section
+.venv/bin/python bench/run.py --redis-peers  # the Redis driver beside Celery and RQ: its section
 ```
 
 The run uses a database of its own, `ultimat3_bench` (`ULTIMAT3_BENCH_DATABASE` names another),
@@ -995,6 +1000,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="instead of the phases: ultimat3-jobs, pgqueuer and Procrastinate side by side, "
         "written to the page's side-by-side section (with --quick: a smoke run, written nowhere)",
     )
+    parser.add_argument(
+        "--redis-peers",
+        action="store_true",
+        help="instead of the phases: the Redis driver beside the PostgreSQL driver, Celery and "
+        "RQ, written to the page's Redis section (with --quick: a smoke run, written nowhere)",
+    )
     args = parser.parse_args(argv)
     phases = [phase.strip() for phase in args.phases.split(",") if phase.strip()]
     unknown = sorted(set(phases) - set(PHASES))
@@ -1017,6 +1028,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     if args.peers:
         return run_side_by_side(quick=args.quick, page=None if args.no_docs else DOCS_PAGE)
+    if args.redis_peers:
+        return run_redis_side_by_side(quick=args.quick, page=None if args.no_docs else DOCS_PAGE)
     started = dt.datetime.now(dt.UTC)
     bench = Bench(args)
     try:
@@ -1036,6 +1049,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.output is not None:
         old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         page = keep_section(old, render(bench, runtime, started))
+        page = keep_section(old, page, REDIS_START, REDIS_END)
         args.output.write_text(page, encoding="utf-8")
         say(f"wrote {args.output}")
     if args.json is not None:

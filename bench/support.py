@@ -127,7 +127,9 @@ def subprocess_env() -> dict[str, str]:
 class WorkerProcess:
     """One worker command in a process group of its own, its output in a log file."""
 
-    def __init__(self, argv: Sequence[str], log_path: Path) -> None:
+    def __init__(
+        self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.argv = list(argv)
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 (closed in stop())
@@ -135,7 +137,7 @@ class WorkerProcess:
         self.popen = subprocess.Popen(
             self.argv,
             cwd=ROOT,
-            env=subprocess_env(),
+            env=subprocess_env() if env is None else env,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -70,20 +70,21 @@ def table(
     return "\n".join(lines)
 
 
-def keep_section(old_page: str, new_page: str) -> str:
-    """``new_page`` with the side-by-side section of ``old_page`` carried over, when it had
-    one and ``new_page`` has none: a run of the phases keeps the last side-by-side figures."""
-    if START in new_page or START not in old_page or END not in old_page:
+def keep_section(old_page: str, new_page: str, start: str = START, end: str = END) -> str:
+    """``new_page`` with the section between ``start`` and ``end`` of ``old_page`` carried
+    over, when it had one and ``new_page`` has none: a run of the phases keeps the last
+    side-by-side figures."""
+    if start in new_page or start not in old_page or end not in old_page:
         return new_page
-    section = old_page[old_page.index(START) : old_page.index(END) + len(END)]
-    return splice(new_page, section)
+    section = old_page[old_page.index(start) : old_page.index(end) + len(end)]
+    return splice(new_page, section, start, end)
 
 
-def splice(page: str, section: str) -> str:
-    """``page`` with ``section`` (markers included) in place of its side-by-side section, or
-    inserted before "How to read it", or appended."""
-    if START in page and END in page:
-        return page[: page.index(START)] + section + page[page.index(END) + len(END) :]
+def splice(page: str, section: str, start: str = START, end: str = END) -> str:
+    """``page`` with ``section`` (markers included) in place of its section between ``start``
+    and ``end``, or inserted before "How to read it", or appended."""
+    if start in page and end in page:
+        return page[: page.index(start)] + section + page[page.index(end) + len(end) :]
     if BEFORE in page:
         at = page.index(BEFORE)
         return page[:at] + section + "\n\n" + page[at:]

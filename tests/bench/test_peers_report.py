@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from bench.peers import systems
+from bench.peers.redis_run import END as REDIS_END
+from bench.peers.redis_run import START as REDIS_START
 from bench.peers.report import END, START, keep_section, ratio, splice, table
 
 SYSTEMS = [("ours", "ours 1"), ("peer", "peer 2")]
@@ -70,3 +72,16 @@ def test_worker_commands_are_the_documented_ones_in_each_environment():
         f"--concurrency {systems.CONCURRENCY}"
     )
     assert pro.command(root, pro.install)[0].endswith("procrastinate-3.10.0/bin/procrastinate")
+
+
+def test_a_regenerated_page_keeps_the_redis_section_beside_the_postgres_one():
+    old = splice("# Benchmarks\n\n## How to read it\n", f"{START}\npg\n{END}")
+    old = splice(old, f"{REDIS_START}\nredis\n{REDIS_END}", REDIS_START, REDIS_END)
+    new = "# Benchmarks\n\nnew figures\n\n## How to read it\n"
+    only_pg = keep_section(old, new)
+    assert REDIS_START not in only_pg
+    kept = keep_section(old, only_pg, REDIS_START, REDIS_END)
+    assert "new figures" in kept
+    assert f"{START}\npg\n{END}" in kept
+    assert f"{REDIS_START}\nredis\n{REDIS_END}" in kept
+    assert kept.index(REDIS_START) < kept.index("## How to read it")

@@ -1,0 +1,408 @@
+"""The Redis side-by-side run: the Redis driver beside the PostgreSQL driver, Celery (Redis
+transport) and RQ, one after the other, the same workload each.
+
+Per system and round: empty its store, enqueue the backlog in batches (its side module, in its
+own interpreter, reports the rate), start two worker processes with its documented command, and
+time them from their start to the benchmark reading no job left in its store twice in a row
+(the time of the first of the two reads counts). Then, with the same workers idle, time single
+jobs from just before the enqueue call to the body's first line. Every Redis system has a Redis
+database of its own (``ULTIMAT3_BENCH_REDIS_URL`` names the server; databases 11 to 13); the
+PostgreSQL driver runs in the benchmark's own PostgreSQL database. Celery and RQ live in
+throw-away virtualenvs under ``.local/bench-venvs/``, never in the project's dependencies.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import version as installed_version
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import redis
+
+from bench.peers.report import number, ratio, splice
+from bench.peers.server import Server
+from bench.support import (
+    ROOT,
+    STARTED,
+    BenchError,
+    WorkerProcess,
+    load_average,
+    machine_facts,
+    percentile,
+    say,
+    subprocess_env,
+)
+
+CELERY_VERSION = "5.5.3"
+RQ_VERSION = "2.6.0"
+PROCESSES = 2
+SLOTS = 32
+POLL_SECONDS = 0.02
+POSTGRES_DATABASE = "ultimat3_bench_redis_pg"
+START = "<!-- redis side-by-side: written by bench/run.py --redis-peers -->"
+END = "<!-- redis side-by-side: end -->"
+
+
+@dataclass(frozen=True)
+class Workload:
+    jobs: int = 20_000
+    batch: int = 1_000
+    samples: int = 200
+    gap: tuple[float, float] = (0.2, 0.4)
+    rounds: int = 3
+
+
+FULL = Workload()
+QUICK = Workload(jobs=1_000, samples=10, rounds=1)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One system as the run drives it."""
+
+    key: str
+    label: str
+    side: str
+    """The module run (``python -m``) for the enqueue and latency phases."""
+    worker: tuple[str, ...]
+    """The worker command as shown on the page; ``python`` or the program of the system's
+    environment."""
+    dsn: str
+    """What the side is given as ``--dsn``: the system's Redis (or PostgreSQL) URL."""
+    pending: Callable[[], int]
+    reset: Callable[[], None]
+    packages: tuple[str, ...] = ()
+    settings: str | None = None
+    """``DJANGO_SETTINGS_MODULE`` for ours."""
+
+    def venv(self) -> Path | None:
+        if not self.packages:
+            return None
+        return ROOT / ".local" / "bench-venvs" / f"{self.key}-{self.packages[0].split('==')[1]}"
+
+    def python(self) -> str:
+        venv = self.venv()
+        return sys.executable if venv is None else str(venv / "bin" / "python")
+
+    def argv(self, words: tuple[str, ...]) -> list[str]:
+        program, *rest = words
+        if program == "python":
+            return [self.python(), *rest]
+        return [str(Path(self.python()).parent / program), *rest]
+
+    def env(self) -> dict[str, str]:
+        env = subprocess_env()
+        env["BENCH_PEER_DSN"] = self.dsn
+        if self.settings:
+            env["DJANGO_SETTINGS_MODULE"] = self.settings
+        return env
+
+
+def redis_url(database: int) -> str:
+    base = urlsplit(os.environ.get("ULTIMAT3_BENCH_REDIS_URL") or "redis://127.0.0.1:6379/11")
+    return urlunsplit(base._replace(path=f"/{database}"))
+
+
+def deleter(client: redis.Redis, pattern: str) -> Callable[[], None]:
+    def reset() -> None:
+        keys = list(client.scan_iter(match=pattern, count=1000))
+        for start in range(0, len(keys), 1000):
+            client.delete(*keys[start : start + 1000])
+
+    return reset
+
+
+def targets(server: Server) -> list[Target]:
+    ours_url, celery_url, rq_url = redis_url(11), redis_url(12), redis_url(13)
+    ours, celery, rq = (redis.Redis.from_url(url) for url in (ours_url, celery_url, rq_url))
+    base = "{ultimat3_jobs}"
+    version = installed_version("ultimat3-jobs")
+
+    def ours_pending() -> int:
+        queues = [q.decode() for q in ours.smembers(f"{base}:queues")]
+        pipe = ours.pipeline(transaction=False)
+        for queue in queues:
+            pipe.zcard(f"{base}:queued:{queue}")
+        pipe.zcard(f"{base}:running")
+        return sum(pipe.execute())
+
+    pg_url = server.url(POSTGRES_DATABASE)
+
+    def pg_pending() -> int:
+        with psycopg.connect(pg_url, autocommit=True) as probe:
+            row = probe.execute("select count(*) from x_jobs where state <> 'completed'").fetchone()
+        return int(row[0]) if row else 0
+
+    def pg_reset() -> None:
+        with psycopg.connect(pg_url, autocommit=True) as probe:
+            probe.execute("truncate x_jobs, x_job_counters, x_job_workers cascade")
+
+    def worker(settings: str) -> tuple[str, ...]:
+        return ("python", "-m", "django", "jobs_worker", "--settings", settings,
+                "--concurrency", str(SLOTS))  # fmt: skip
+
+    return [
+        Target(
+            key="ours_redis",
+            label=f"ultimat3-jobs {version}, Redis driver",
+            side="bench.peers.ours_side",
+            worker=worker("bench.settings_redis"),
+            dsn=ours_url,
+            pending=ours_pending,
+            reset=deleter(ours, f"{base}*"),
+            settings="bench.settings_redis",
+        ),
+        Target(
+            key="ours_postgres",
+            label=f"ultimat3-jobs {version}, PostgreSQL driver",
+            side="bench.peers.ours_side",
+            worker=worker("bench.settings"),
+            dsn=pg_url,
+            pending=pg_pending,
+            reset=pg_reset,
+            settings="bench.settings",
+        ),
+        Target(
+            key="celery",
+            label=f"Celery {CELERY_VERSION} + Redis",
+            side="bench.peers.celery_side",
+            worker=("celery", "-A", "bench.peers.celery_side", "worker", "--loglevel", "WARNING"),
+            dsn=celery_url,
+            pending=lambda: int(celery.llen("celery")) + int(celery.hlen("unacked")),
+            reset=deleter(celery, "*"),
+            packages=(f"celery[redis]=={CELERY_VERSION}",),
+        ),
+        Target(
+            key="rq",
+            label=f"RQ {RQ_VERSION}",
+            side="bench.peers.rq_side",
+            worker=("rq", "worker", "--url", rq_url, "--logging_level", "WARNING"),
+            dsn=rq_url,
+            pending=lambda: int(rq.llen("rq:queue:default")) + int(rq.zcard("rq:wip:default")),
+            reset=deleter(rq, "rq:*"),
+            packages=(f"rq=={RQ_VERSION}",),
+        ),
+    ]
+
+
+class RedisSideBySide:
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.server = Server()
+        self.tmp = Path(tempfile.mkdtemp(prefix="ultimat3-redis-peers-"))
+        self.workers: list[WorkerProcess] = []
+        self.targets = targets(self.server)
+        self.results: dict[str, dict[str, float]] = {}
+        self.details: dict[str, str] = {}
+        self.load: dict[str, str] = {}
+
+    def prepare(self, target: Target) -> None:
+        venv = target.venv()
+        if venv is not None and not (venv / "bin" / "python").exists():
+            say(f"creating {venv.relative_to(ROOT)}: pip install {' '.join(target.packages)}")
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *target.packages]
+            subprocess.run(pip, check=True, timeout=600)
+        if target.key == "ours_postgres":
+            self.server.recreate(POSTGRES_DATABASE)
+            env = {**target.env(), "ULTIMAT3_BENCH_DATABASE": POSTGRES_DATABASE}
+            argv = [sys.executable, "-m", "django", "migrate", "-v", "0"]
+            self.call([*argv, "--settings", "bench.settings"], env)
+
+    def call(self, argv: list[str], env: dict[str, str]) -> str:
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            raise BenchError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+        return done.stdout
+
+    def side(self, target: Target, *args: str) -> dict[str, Any]:
+        env = {**target.env(), "ULTIMAT3_BENCH_DATABASE": POSTGRES_DATABASE}
+        output = self.call([target.python(), "-m", target.side, *args, "--dsn", target.dsn], env)
+        return json.loads(output.strip().splitlines()[-1])
+
+    def run(self) -> None:
+        for target in self.targets:
+            self.prepare(target)
+        for target in self.targets:
+            self.load[target.key] = load_average()
+            say(f"{target.label} (load average {self.load[target.key]})")
+            try:
+                self.measure(target)
+            finally:
+                self.stop_workers()
+
+    def measure(self, target: Target) -> None:
+        w, result = self.workload, self.results.setdefault(target.key, {})
+        enqueue_rates, drain_rates = [], []
+        for _ in range(w.rounds):
+            self.stop_workers()
+            enqueue_rate, drain_rate = self.enqueue_and_drain(target)
+            enqueue_rates.append(enqueue_rate)
+            drain_rates.append(drain_rate)
+        result["enqueue_rate"] = statistics.median(enqueue_rates)
+        result["drain_rate"] = statistics.median(drain_rates)
+        time.sleep(2.0)
+        gap = [f"{w.gap[0]:g}", f"{w.gap[1]:g}"]
+        sampled = self.side(target, "latency", "--samples", str(w.samples), "--gap", *gap)
+        result["wake_p50"] = statistics.median(sampled["latency_ms"])
+        result["wake_p95"] = percentile(sampled["latency_ms"], 95)
+        result["enqueue_call_p50"] = statistics.median(sampled["enqueue_call_ms"])
+        self.details[target.key] = (
+            f"enqueue {spread(enqueue_rates)}, drain {spread(drain_rates)} jobs/s over "
+            f"{len(drain_rates)} round(s)"
+        )
+        say(f"  wake p50 {result['wake_p50']:.2f} ms, p95 {result['wake_p95']:.2f} ms")
+
+    def enqueue_and_drain(self, target: Target) -> tuple[float, float]:
+        w = self.workload
+        target.reset()
+        enqueued = self.side(target, "enqueue", "--jobs", str(w.jobs), "--batch", str(w.batch))
+        say(f"  enqueue_many: {enqueued['rate']:,.0f} jobs/s")
+        if (pending := target.pending()) != w.jobs:
+            raise BenchError(f"{w.jobs} enqueued jobs left {pending} pending in {target.label}")
+        env = {**target.env(), "ULTIMAT3_BENCH_DATABASE": POSTGRES_DATABASE}
+        start = time.perf_counter()
+        for index in range(PROCESSES):
+            log = self.tmp / f"{target.key}-{index}.log"
+            self.workers.append(WorkerProcess(target.argv(target.worker), log, env=env))
+        deadline, first_zero = start + 120 + w.jobs / 20, None
+        while True:
+            if target.pending():
+                first_zero = None
+            elif first_zero is None:
+                first_zero = time.perf_counter()
+            else:
+                break
+            self.check_workers(deadline)
+            time.sleep(POLL_SECONDS)
+        drain = first_zero - start
+        say(f"  drain: {w.jobs / drain:,.0f} jobs/s ({drain:.2f} s)")
+        return enqueued["rate"], w.jobs / drain
+
+    def check_workers(self, deadline: float) -> None:
+        for worker in self.workers:
+            if worker.popen.poll() is not None:
+                raise BenchError(f"a worker exited {worker.popen.returncode}:\n{worker.log_tail()}")
+        if time.perf_counter() > deadline:
+            raise BenchError("the drain did not end in time")
+
+    def stop_workers(self) -> None:
+        while self.workers:
+            self.workers.pop().stop()
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):,.0f}-{max(values):,.0f}"
+
+
+COLUMNS = (
+    ("enqueue_rate", "enqueue jobs/s (batches of 1,000)", "", True),
+    ("drain_rate", "drain jobs/s (2 processes)", "", True),
+    ("wake_p50", "wake p50", " ms", False),
+    ("wake_p95", "wake p95", " ms", False),
+    ("enqueue_call_p50", "enqueue call p50", " ms", False),
+)
+
+
+def redis_table(runner: RedisSideBySide) -> str:
+    lines = ["| system | " + " | ".join(c[1] for c in COLUMNS) + " |"]
+    lines.append("| --- |" + " ---: |" * len(COLUMNS))
+    for target in runner.targets:
+        values = runner.results.get(target.key, {})
+        cells = [number(values[k]) + unit if k in values else "—" for k, _, unit, _ in COLUMNS]
+        lines.append(f"| {target.label} | " + " | ".join(cells) + " |")
+    ours = runner.results.get("ours_redis", {})
+    for target in runner.targets[1:]:
+        peer = runner.results.get(target.key, {})
+        cells = [ratio(ours.get(k), peer.get(k)) for k, *_ in COLUMNS]
+        lines.append(f"| Redis driver / {target.label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run_redis_side_by_side(*, quick: bool, page: Path | None) -> int:
+    """Run the four systems; print the table; write the page's section after a full run."""
+    workload = QUICK if quick else FULL
+    started = dt.datetime.now(dt.UTC)
+    runner = RedisSideBySide(workload)
+    try:
+        runner.run()
+    except BenchError as exc:
+        say(f"FAILED: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    finally:
+        runner.stop_workers()
+        shutil.rmtree(runner.tmp, ignore_errors=True)
+    print(redis_table(runner))
+    if page is not None and not quick:
+        text = section(runner, workload, started, time.perf_counter() - STARTED)
+        page.write_text(splice(page.read_text(encoding="utf-8"), text, START, END), "utf-8")
+        say(f"wrote the Redis side-by-side section of {page}")
+    return 0
+
+
+def section(runner: RedisSideBySide, w: Workload, started: dt.datetime, runtime: float) -> str:
+    facts = machine_facts()
+    version = redis.Redis.from_url(redis_url(11)).info("server").get("redis_version", "?")
+    commands = "\n".join(
+        f"| {target.label} | `{' '.join(target.worker)}` |" for target in runner.targets
+    )
+    load = ", ".join(f"{target.label} {runner.load[target.key]}" for target in runner.targets)
+    details = "\n".join(
+        f"- {target.label}: {runner.details[target.key]}" for target in runner.targets
+    )
+    return f"""{START}
+## Side by side on Redis: Celery and RQ
+
+Written by `bench/run.py --redis-peers` on {started:%Y-%m-%d %H:%M} UTC, in {runtime / 60:.1f}
+minutes.
+
+- machine: {facts.get("cpu", "unknown CPU")}, {facts["cores"]} cores; Redis {version} and
+  PostgreSQL on the same machine; Python {facts["python"]}
+- load average (1 min) as each system started: {load}
+
+The same workload for each system, one after the other in one run:
+
+- **enqueue**: {w.jobs:,} no-op jobs in calls of {w.batch:,} (`enqueue_many` for ours, RQ's
+  `Queue.enqueue_many`; Celery has no bulk publish, so its batch is one `delay()` per job); the
+  rate over the calls alone.
+- **drain**: the same jobs drained by {PROCESSES} worker processes started with the command
+  below, timed from starting them to the benchmark reading an empty store twice in a row
+  (every {POLL_SECONDS * 1000:.0f} ms; process start-up included). The median of {w.rounds}
+  rounds, each on an emptied store with fresh workers.
+- **wake**: {w.samples} single jobs, {w.gap[0]:g}-{w.gap[1]:g} s apart, each timed from just
+  before its enqueue call to the first line of its body (the body sends `time.time()` back over
+  UDP).
+
+{redis_table(runner)}
+
+Ratios are the Redis driver's figure divided by the other system's: above 1.00x is better for
+the two throughput columns, below 1.00x for the others.
+
+| system | worker command (two processes of it) |
+| --- | --- |
+{commands}
+
+Ours runs {SLOTS} slots per process (the bench settings' `WORKER_CONCURRENCY`). Celery runs its
+default prefork pool (one child per core) with results ignored; RQ's default worker forks a work
+horse for every job. Both are installed with `pip install` into throw-away virtualenvs
+(`.local/bench-venvs/`), never as dependencies of this project. The code of the run is
+`bench/peers/redis_run.py`.
+
+{details}
+{END}"""
