@@ -1,4 +1,5 @@
-"""The benchmark's own job: ``bench.stamp`` tells the side-by-side run when its body started."""
+"""The benchmark's own jobs: ``bench.stamp`` tells the side-by-side run when its body started;
+``bench.steps`` and ``bench.capped`` are the steps and limits phases' jobs."""
 
 from __future__ import annotations
 
@@ -24,3 +25,8 @@ def steps(ctx: Any, steps: int) -> None:
     """A durable job of ``steps`` no-op steps: each one stored, none doing any work."""
     for n in range(steps):
         ctx.step.run(f"s{n}", _nothing)
+
+
+@job(name="bench.capped", tenant="none", concurrency=64)
+def capped(ctx: Any) -> None:
+    """A no-op job under a fleet-wide cap of 64 runs: the limits phase's job."""

@@ -43,6 +43,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from bench.limits import phase_limits
 from bench.peers.driver import run_side_by_side
 from bench.peers.redis_run import END as REDIS_END
 from bench.peers.redis_run import START as REDIS_START
@@ -76,12 +77,13 @@ PHASES = (
     "drain",
     "scale",
     "steps",
+    "limits",
     "latency",
     "idle",
     "rss",
     "pgbench",
 )
-JOB_TABLES = ("x_jobs", "x_job_steps", "x_job_counters", "x_job_workers")
+JOB_TABLES = ("x_jobs", "x_job_steps", "x_job_counters", "x_job_workers", "x_job_leases")
 WAKE_LIVE = "jobs.wake.live"
 WORKER_STARTED = "jobs.worker.started"
 QUIET_BACKGROUND = 1
@@ -357,6 +359,7 @@ class Bench:
             "drain": self.phase_drain,
             "scale": lambda: phase_scale(self),
             "steps": lambda: phase_steps(self),
+            "limits": lambda: phase_limits(self),
             "latency": self.phase_latency,
             "idle": self.phase_idle,
             "rss": self.phase_rss,
@@ -444,10 +447,15 @@ class Bench:
         handle: Any = None,
         payload: dict[str, Any] | None = None,
         jobs: str = "no-op jobs",
+        burst: bool = True,
     ) -> Drained:
+        """Drain ``n`` jobs; ``burst=False`` keeps the worker up until every job completed (jobs
+        shed to a later time would end a burst worker's run early) and then stops it."""
         self.truncate()
         self.backlog(n, handle, payload)
-        options = ["--burst", "--concurrency", str(concurrency), "--log-level", "WARNING"]
+        options = ["--concurrency", str(concurrency), "--log-level", "WARNING"]
+        if burst:
+            options.insert(0, "--burst")
         if processes > 1:
             options += ["--processes", str(processes)]
         # Closed, so that only the workers' transactions fall between the two readings.
@@ -457,7 +465,10 @@ class Bench:
         busy_before, total_before = cpu_busy_seconds()
         start = time.perf_counter()
         worker = self.start_worker(*options, name=f"drain-p{processes}-c{concurrency}")
-        worker.wait(timeout=60 + n / 100)
+        if burst:
+            worker.wait(timeout=60 + n / 100)
+        else:
+            self.wait_completed(n, worker, timeout=60 + n / 100)
         wall = time.perf_counter() - start
         busy_after, total_after = cpu_busy_seconds()
         cpu = children_cpu_seconds() - cpu_before
@@ -502,6 +513,16 @@ class Bench:
             )
         )
         return Drained(jobs=n, span=span, cpu=cpu, xacts=xacts)
+
+    def wait_completed(self, n: int, worker: WorkerProcess, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.count_jobs().get("completed", 0) < n:
+            if worker.popen.poll() is not None:
+                raise BenchError(f"the worker exited {worker.popen.returncode}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"the drain of {n} jobs did not end in {timeout:.0f} s")
+            time.sleep(0.05)
+        worker.stop()
 
     def db_span(self) -> float:
         """Seconds from the first claim to the last settle, both stamped by the database."""
@@ -951,7 +972,8 @@ server reachable and `pgbench` on the `PATH`:
 The run uses a database of its own, `ultimat3_bench` (`ULTIMAT3_BENCH_DATABASE` names another),
 on the server of `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`); it
 creates it when missing, migrates it with `python -m django migrate --settings bench.settings`, and
-empties `x_jobs`, `x_job_steps`, `x_job_counters` and `x_job_workers` before each phase.
+empties `x_jobs`, `x_job_steps`, `x_job_counters`, `x_job_workers` and `x_job_leases` before
+each phase.
 `bench/settings.py` is the test settings pointed at that database, with `CONN_MAX_AGE` 600,
 `DEBUG` off and `WORKER_CONCURRENCY` 32; every other `ULTIMAT3_JOBS` key keeps its default.
 Workers run as `python -m django jobs_worker --settings bench.settings ...` subprocesses. The
