@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 import standardwebhooks
+from django.http.request import RawPostDataException
 
 from tests.webhooks import receivers
 from ultimat3_jobs import job
@@ -244,3 +245,14 @@ def test_through_a_real_server_socket(live_server):
         assert big.status_code == 413
         assert time.monotonic() - started < 10
     assert [j.input["event_id"] for j in jobs()] == ["msg_tcp"]
+
+
+def test_the_view_reads_the_stream_and_never_request_body(rf):
+    body, headers = signed(msg_id="msg_stream")
+    request = rf.post(URL, data=body, content_type="application/json", headers=headers)
+    answer = receivers.shop(request)
+    assert answer.status_code == 200
+    # The body was read from the stream: Django never built request.body (and now cannot).
+    assert not hasattr(request, "_body")
+    with pytest.raises(RawPostDataException):
+        request.body  # noqa: B018
