@@ -2,11 +2,14 @@
 consumer's supervisor restarts its runs): N source rows, the worker running the consumer killed
 again and again. Every row is handled exactly once, the committed cursor only moves forward, and
 no batch is handled again once its cursor committed (each batch's rows and turn are written in
-the transaction that moves the cursor). The default run uses 2,000 rows; ``-m slow`` 10,000.
+the transaction that moves the cursor). The default run uses 1,000 rows
+(``ULTIMAT3_CONSUMER_KILL_ROWS`` overrides it); ``-m slow`` 10,000
+(``ULTIMAT3_CONSUMER_KILL_ROWS_SLOW`` overrides it).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import time
@@ -14,7 +17,7 @@ import time
 import pytest
 
 from tests.featureapp.models import FeedHandled, FeedRow, FeedTurn
-from tests.process.conftest import Workers
+from tests.process.conftest import WorkerProcess, Workers, descendants
 from tests.processapp.jobs import FEED
 from ultimat3_jobs.models import ConsumerCursor
 
@@ -36,22 +39,39 @@ def _consume_under_kills(workers: Workers, rows: int, kills: int, seed: int) -> 
 
     def watch(seconds: float) -> None:
         until = time.monotonic() + seconds
-        while time.monotonic() < until:
+        while True:
             cursor = _cursor()
             if cursor is not None:
                 assert seen[-1] is None or cursor >= seen[-1], f"cursor went back: {seen[-5:]}"
                 if cursor != seen[-1]:
                     seen.append(cursor)
+            if time.monotonic() >= until:
+                return
             time.sleep(0.05)
+
+    def runner(pid: int | None) -> WorkerProcess | None:
+        """The live worker whose process (or a process under it) handled a turn."""
+        return next((p for p in live if pid in (p.pid, *descendants(p.pid))), None)
 
     workers.wait(lambda: _cursor() is not None, timeout=60, what="the consumer's first turn")
     for _ in range(kills):
-        watch(rng.uniform(0.5, 2.0))
+        # Each kill waits for a turn after the last one, made by a live worker, and kills that
+        # worker a moment later: every kill lands on the process running the consumer.
+        mark = FeedTurn.objects.order_by("-id").values_list("id", flat=True).first()
+
+        def moved(mark: int | None = mark) -> WorkerProcess | None:
+            watch(0)
+            latest = FeedTurn.objects.order_by("-id").values_list("id", "pid").first()
+            if latest is None or latest[0] == mark or _cursor() == last:
+                return None
+            return runner(latest[1])
+
+        victim = workers.wait(
+            lambda: moved() or _cursor() == last, timeout=120, what="a turn by a live worker"
+        )
         if _cursor() == last:
             break
-        # The victim is the worker whose process handled the latest batch, when it is ours.
-        latest = FeedTurn.objects.order_by("-id").values_list("pid", flat=True).first()
-        victim = next((p for p in live if p.pid == latest), rng.choice(live))
+        watch(rng.uniform(0.0, 0.3))
         victim.kill()
         victim.expect_exit(-signal.SIGKILL)
         landed += 1
@@ -87,9 +107,11 @@ def _consume_under_kills(workers: Workers, rows: int, kills: int, seed: int) -> 
 
 
 def test_a_consumer_killed_again_and_again_handles_every_row_once(workers: Workers) -> None:
-    _consume_under_kills(workers, rows=2_000, kills=5, seed=17)
+    rows = int(os.environ.get("ULTIMAT3_CONSUMER_KILL_ROWS", "1000"))
+    _consume_under_kills(workers, rows=rows, kills=5, seed=17)
 
 
 @pytest.mark.slow
 def test_a_consumer_of_10000_rows_killed_5_times(workers: Workers) -> None:
-    _consume_under_kills(workers, rows=10_000, kills=5, seed=2027)
+    rows = int(os.environ.get("ULTIMAT3_CONSUMER_KILL_ROWS_SLOW", "10000"))
+    _consume_under_kills(workers, rows=rows, kills=5, seed=2027)

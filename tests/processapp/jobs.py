@@ -148,3 +148,48 @@ def _declare_backfill() -> None:
 
 
 _declare_backfill()
+
+
+# -- a subject erase under SIGKILL (tests/process/test_subject_erase_kills.py) ----------------
+
+
+def _erase_messages(page: Any) -> None:
+    """The callable erase of the Message table: the author cleared, the body replaced."""
+    page.update(author="", body="[erased]")
+
+
+def declare_subject_tables() -> None:
+    """Register the three subject tables (delete, anonymize, a callable), their page size from
+    ``ULTIMAT3_SUBJECT_ERASE_PAGE``."""
+    from tests.featureapp.models import Message, Profile, Purchase
+    from ultimat3_jobs.subjects import register_subject_table
+
+    page = int(os.environ.get("ULTIMAT3_SUBJECT_ERASE_PAGE", "10"))
+    register_subject_table(Profile, "subject", erase="delete", page_size=page)
+    register_subject_table(
+        Purchase, "subject", erase="anonymize", anonymize={"address": ""}, page_size=page
+    )
+    register_subject_table(Message, "author", erase=_erase_messages, page_size=page)
+
+
+def _dawdle_after_each_erased_page() -> None:
+    """In a worker, pause ``ULTIMAT3_SUBJECT_ERASE_PAUSE`` seconds after each erase page has
+    committed and before its step is stored: the window a kill must survive."""
+    from ultimat3_jobs.subjects import requests
+
+    pause = float(os.environ.get("ULTIMAT3_SUBJECT_ERASE_PAUSE", "0"))
+    if pause <= 0:
+        return
+    erase = requests.erase_page
+
+    def erase_then_pause(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        done = erase(*args, **kwargs)
+        time.sleep(pause)
+        return done
+
+    requests.erase_page = erase_then_pause  # type: ignore[assignment]
+
+
+if os.environ.get("ULTIMAT3_SUBJECT_ERASE_WORKER") == "1":
+    declare_subject_tables()
+    _dawdle_after_each_erased_page()

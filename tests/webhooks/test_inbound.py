@@ -8,11 +8,16 @@ import io
 import json
 import time
 from datetime import UTC, datetime, timedelta
+from io import StringIO
 
 import httpx
 import pytest
 import standardwebhooks
+from django.core.management import call_command
+from django.http.request import RawPostDataException
+from django.test import Client
 
+from tests.admin.conftest import make_user
 from tests.webhooks import receivers
 from ultimat3_jobs import job
 from ultimat3_jobs.drivers import get_driver
@@ -27,7 +32,7 @@ from ultimat3_jobs.webhooks import (
 )
 from ultimat3_jobs.webhooks.inbound import read_within
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.webhooks.receivers")]
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.webhooks.receivers_admin")]
 
 URL = "/webhooks/shop/"
 
@@ -244,3 +249,28 @@ def test_through_a_real_server_socket(live_server):
         assert big.status_code == 413
         assert time.monotonic() - started < 10
     assert [j.input["event_id"] for j in jobs()] == ["msg_tcp"]
+
+
+def test_the_view_reads_the_stream_and_never_request_body(rf):
+    body, headers = signed(msg_id="msg_stream")
+    request = rf.post(URL, data=body, content_type="application/json", headers=headers)
+    answer = receivers.shop(request)
+    assert answer.status_code == 200
+    # The body was read from the stream: Django never built request.body (and now cannot).
+    assert not hasattr(request, "_body")
+    with pytest.raises(RawPostDataException):
+        request.body  # noqa: B018
+
+
+def test_a_received_payload_is_redacted_in_the_admin_and_the_cli(client):
+    body, headers = signed({"card": "4242-4242-4242-4242"}, msg_id="msg_card")
+    assert post(client, body, headers).status_code == 200
+    [row] = jobs()
+    viewer = Client()
+    viewer.force_login(make_user("viewer", staff=True, perms=["view_job"]))
+    page = viewer.get(f"/admin/ultimat3_jobs/job/{row.id}/change/")
+    assert page.status_code == 200 and b"msg_card" in page.content
+    assert b"4242" not in page.content
+    shown = StringIO()
+    call_command("jobs", "show", str(row.id), "--json", stdout=shown)
+    assert "msg_card" in shown.getvalue() and "4242" not in shown.getvalue()

@@ -43,20 +43,20 @@ def author(user: Any) -> str:
     return f"admin:{user.get_username()}"
 
 
-class OperatorRecordsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Records the operator looks at but never edits by form (pauses, workers, cron jobs): seen by
-    anyone who may see jobs or pause queues, on the job store's database."""
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Records shown but never added, changed or deleted by form (their change page is a
+    read-only view), read on :meth:`store_alias` (the job store's database) at each page
+    view. Seeing them takes Django's own view permission on the model, unless a subclass says
+    more."""
 
     show_facets = admin.ShowFacets.NEVER
 
+    def store_alias(self) -> str:
+        """The database the records are read from."""
+        return get_settings().database
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).using(get_settings().database)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_view_permission(request, obj) or can_watch(request.user)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
+        return super().get_queryset(request).using(self.store_alias())
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -66,3 +66,15 @@ class OperatorRecordsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class OperatorRecordsAdmin(ReadOnlyAdmin):
+    """Records the operator looks at but never edits by form (pauses, workers, cron jobs,
+    consumers): seen by anyone who may see jobs or pause queues, or holds the model's own view
+    permission."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) or can_watch(request.user)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)

@@ -4,21 +4,24 @@ Layer: surface. An endpoint is added by form (name, URL, tenant; its secret is g
 shown once, to whoever added it); it is never edited by form. Disable, enable and rotate the
 secret are actions, each behind its own permission (``disable_webhookendpoint``,
 ``enable_webhookendpoint``, ``rotate_webhookendpoint_secret``), and act through
-:mod:`ultimat3_jobs.webhooks.ledger` as the CLI does. The ledger is read-only, filtered by
-endpoint, status and event type. A secret is never shown on a page but once, right after it
-was made.
+:mod:`ultimat3_jobs.webhooks.ledger` as the CLI does. The ledger is read-only
+(``view_webhookdelivery``), filtered by endpoint (each endpoint's row links to its own), status,
+event type and day. A secret is never shown on a page but once, right after it was made.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
-from ultimat3_jobs.admin.permissions import has
+from ultimat3_jobs.admin.permissions import ReadOnlyAdmin, has
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobsError
 from ultimat3_jobs.models import WebhookDelivery, WebhookEndpoint
@@ -27,6 +30,7 @@ from ultimat3_jobs.webhooks import ledger
 DISABLE = "ultimat3_jobs.disable_webhookendpoint"
 ENABLE = "ultimat3_jobs.enable_webhookendpoint"
 ROTATE = "ultimat3_jobs.rotate_webhookendpoint_secret"
+VIEW_DELIVERIES = "ultimat3_jobs.view_webhookdelivery"
 
 
 class EndpointAddForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -56,6 +60,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "consecutive_failures",
         "disabled_at",
         "disabled_reason",
+        "deliveries_link",
     )
     list_filter = ("enabled",)
     search_fields = ("name", "url", "tenant_id")
@@ -68,6 +73,17 @@ class WebhookEndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = super().get_list_display(request)
+        if not has(request.user, VIEW_DELIVERIES):
+            shown = tuple(column for column in shown if column != "deliveries_link")
+        return shown
+
+    @admin.display(description="deliveries")
+    def deliveries_link(self, endpoint: WebhookEndpoint) -> str:
+        url = reverse(f"{self.admin_site.name}:ultimat3_jobs_webhookdelivery_changelist")
+        return format_html('<a href="{}?endpoint__id__exact={}">ledger</a>', url, endpoint.pk)
 
     def has_disable_permission(self, request: HttpRequest) -> bool:
         return has(request.user, DISABLE)
@@ -117,7 +133,10 @@ class WebhookEndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    """The ledger: every attempt, newest first, filtered by endpoint, status, event type and
+    day; seen with ``view_webhookdelivery``, never changed."""
+
     list_display = (
         "created_at",
         "endpoint",
@@ -129,21 +148,20 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "duration_ms",
         "job_id",
     )
-    list_filter = ("status", "endpoint", "event_type")
-    search_fields = ("event_id", "job_id")
+    list_filter = ("endpoint", "status", "event_type", "created_at")
+    search_fields = ("event_id",)
+    search_help_text = "An event id or a job id, matched exactly."
     ordering = ("-id",)
     list_select_related = ("endpoint",)
-    show_facets = admin.ShowFacets.NEVER
     show_full_result_count = False
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookDelivery]:
-        return super().get_queryset(request).using(get_settings().database)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[WebhookDelivery], search_term: str
+    ) -> tuple[QuerySet[WebhookDelivery], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            return queryset.filter(job_id=uuid.UUID(term)), False
+        except ValueError:
+            return queryset.filter(event_id=term), False

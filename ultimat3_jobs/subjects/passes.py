@@ -14,6 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import router, transaction
 
 from ultimat3_jobs.subjects.registry import SubjectTable
+from ultimat3_jobs.subjects.tables import SubjectRequest
 
 
 def _page_keys(table: SubjectTable, subject_id: Any, after: Any) -> list[Any]:
@@ -27,9 +28,16 @@ def _json_key(key: Any) -> Any:
     return key if isinstance(key, (int, str)) and not isinstance(key, bool) else str(key)
 
 
-def erase_page(table: SubjectTable, subject_id: Any, after: Any) -> dict[str, Any]:
+def erase_page(
+    table: SubjectTable, subject_id: Any, after: Any, request_id: int | None = None
+) -> dict[str, Any]:
     """Erase the subject's next page of ``table`` (rows after primary key ``after``), in one
-    transaction; answer how many rows and the page's last key."""
+    transaction; answer how many rows and the page's last key.
+
+    The count is added to request ``request_id``'s audit row in that same transaction (when the
+    audit table shares the table's database): a crash after the page commits and before its
+    step is stored re-runs the step on the NEXT rows, so a count kept only in the step would
+    lose the committed page's rows."""
     using = router.db_for_write(table.model)
     with transaction.atomic(using=using):
         keys = _page_keys(table, subject_id, after)
@@ -41,7 +49,24 @@ def erase_page(table: SubjectTable, subject_id: Any, after: Any) -> dict[str, An
                 page.update(**{table.field: None, **table.anonymize})
             else:
                 table.erase(page)  # type: ignore[operator]
+            if request_id is not None and audit_database() == using:
+                add_count(request_id, table.label, len(keys), using)
+    if keys and request_id is not None and audit_database() != using:
+        add_count(request_id, table.label, len(keys), audit_database())
     return {"count": len(keys), "last": _json_key(keys[-1]) if keys else after}
+
+
+def audit_database() -> str:
+    """The database of the audit table ``x_subject_requests``."""
+    return router.db_for_write(SubjectRequest)
+
+
+def add_count(request_id: int, label: str, count: int, using: str) -> None:
+    """Add ``count`` rows to ``label``'s count on the audit row (locked while it is read)."""
+    with transaction.atomic(using=using):
+        row = SubjectRequest.objects.using(using).select_for_update().get(id=request_id)
+        row.counts = {**row.counts, label: int(row.counts.get(label, 0)) + count}
+        row.save(update_fields=["counts"])
 
 
 def export_page(

@@ -119,11 +119,14 @@ def _request(
 
 
 def _start(request_id: int, subject_id: Any) -> list[dict[str, Any]]:
-    """The plan, built once: every registered table and its count of the subject's rows."""
+    """The plan, built once: every registered table and its count of the subject's rows. The
+    audit row's counts start at zero per table (no page runs before this step is stored)."""
     tables = registered_subject_tables()
     check_reach(tables)
     plan = [{"table": t.label, "rows": t.rows(subject_id).count()} for t in tables]
-    SubjectRequest.objects.filter(id=request_id).update(state="running", plan=plan)
+    SubjectRequest.objects.filter(id=request_id).update(
+        state="running", plan=plan, counts={t.label: 0 for t in tables}
+    )
     return plan
 
 
@@ -154,11 +157,16 @@ def _pages(
         after, page = out["last"], page + 1
 
 
-def _finish(request_id: int, counts: dict[str, int], documents: dict[str, str]) -> bool:
-    SubjectRequest.objects.filter(id=request_id).update(
-        state="done", counts=counts, documents=documents, finished_at=timezone.now()
-    )
-    return True
+def _finish(
+    request_id: int, counts: dict[str, int] | None, documents: dict[str, str]
+) -> dict[str, int]:
+    """Mark the request done; answer its counts. An erase passes no ``counts``: each page
+    added its own to the audit row, in the page's transaction."""
+    done: dict[str, Any] = {"state": "done", "documents": documents, "finished_at": timezone.now()}
+    if counts is not None:
+        done["counts"] = counts
+    SubjectRequest.objects.filter(id=request_id).update(**done)
+    return dict(SubjectRequest.objects.get(id=request_id).counts)
 
 
 def _settled(ctx: JobContext, ending: str) -> None:
@@ -172,13 +180,15 @@ def _settled(ctx: JobContext, ending: str) -> None:
 def erase_job(ctx: JobContext, *, request_id: int, subject_id: Any) -> dict[str, Any]:
     """Erase one subject's rows, table by table, one step per page."""
     plan = ctx.step.run("plan", lambda: _start(request_id, subject_id))
-    counts: dict[str, int] = {}
     for entry in plan:
         table = _planned(entry["table"])
-        counts[table.label], _ = _pages(
-            ctx, "erase", table, lambda after, _page, t=table: erase_page(t, subject_id, after)
+        _pages(
+            ctx,
+            "erase",
+            table,
+            lambda after, _page, t=table: erase_page(t, subject_id, after, request_id),
         )
-    ctx.step.run("finish", lambda: _finish(request_id, counts, {}))
+    counts = ctx.step.run("finish", lambda: _finish(request_id, None, {}))
     return {"request": request_id, "counts": counts}
 
 

@@ -1,0 +1,83 @@
+"""Subject requests: each export and erase, its state and its counts per table, read-only.
+
+Layer: surface. The rows are the audit of ``x_subject_requests`` (model ``SubjectRequest``):
+who asked, when, the plan, the counts and how it ended, never the data and never the subject id.
+The search box takes a subject id and finds its requests by the id's keyed digest
+(:func:`~ultimat3_jobs.subjects.requests.subject_digest`). Seeing requests takes their own view
+permission, ``view_subjectrequest``: seeing jobs is not enough.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db import router
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+
+from ultimat3_jobs.admin.permissions import ReadOnlyAdmin
+from ultimat3_jobs.models import SubjectRequest
+from ultimat3_jobs.subjects.requests import subject_digest
+
+
+def counts_text(counts: Any) -> str:
+    """``app.Model 3, app.Other 0``: the rows reached per table, in words."""
+    if not isinstance(counts, dict) or not counts:
+        return "-"
+    return ", ".join(f"{label} {count:,}" for label, count in sorted(counts.items()))
+
+
+@admin.register(SubjectRequest)
+class SubjectRequestAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "kind",
+        "state",
+        "requested_by",
+        "requested_at",
+        "finished_at",
+        "per_table",
+        "job_id",
+    )
+    fields = (
+        "id",
+        "kind",
+        "state",
+        "requested_by",
+        "requested_at",
+        "finished_at",
+        "job_id",
+        "planned",
+        "per_table",
+        "documents",
+        "storage",
+        "error",
+        "subject_digest",
+    )
+    readonly_fields = ("planned", "per_table")
+    list_filter = ("kind", "state")
+    search_fields = ("subject_digest",)
+    search_help_text = "A subject id (found by its digest), or exactly who asked."
+    ordering = ("-id",)
+    show_full_result_count = False
+
+    def store_alias(self) -> str:
+        return router.db_for_read(SubjectRequest)
+
+    @admin.display(description="counts")
+    def per_table(self, row: SubjectRequest) -> str:
+        return counts_text(row.counts)
+
+    @admin.display(description="plan")
+    def planned(self, row: SubjectRequest) -> str:
+        plan = row.plan if isinstance(row.plan, list) else []
+        return ", ".join(f"{e.get('table')} ({e.get('rows')} rows)" for e in plan) or "-"
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[SubjectRequest], search_term: str
+    ) -> tuple[QuerySet[SubjectRequest], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        return queryset.filter(Q(subject_digest=subject_digest(term)) | Q(requested_by=term)), False
