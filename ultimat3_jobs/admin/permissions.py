@@ -9,10 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 
+from ultimat3_jobs.admin.driver_rows import DriverAwareChangeList, DriverRows
 from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.base import JobDriver
 
 VIEW_JOB = "ultimat3_jobs.view_job"
 """Django's own view permission on jobs: the changelist, a job's page, the pages of queues."""
@@ -43,14 +46,38 @@ def author(user: Any) -> str:
     return f"admin:{user.get_username()}"
 
 
+def reads_orm() -> bool:
+    """Whether the admin may read the job store with the ORM (the driver's ``store_in_orm``);
+    where not, its changelists read through the driver (``admin/driver_rows.py``)."""
+    return get_driver().store_in_orm
+
+
 class OperatorRecordsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Records the operator looks at but never edits by form (pauses, workers, cron jobs): seen by
-    anyone who may see jobs or pause queues, on the job store's database."""
+    anyone who may see jobs or pause queues, on the job store's database, or through the driver
+    where the ORM cannot read the store (then a row has no page of its own)."""
 
     show_facets = admin.ShowFacets.NEVER
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+    def driver_rows(self, driver: JobDriver) -> DriverRows:
+        """The rows of this changelist, read through ``driver``."""
+        raise NotImplementedError
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        if not reads_orm():
+            return self.driver_rows(get_driver())
         return super().get_queryset(request).using(get_settings().database)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return DriverAwareChangeList
+
+    def get_list_display_links(self, request: HttpRequest, list_display: Any) -> Any:
+        if not reads_orm():
+            return None
+        return super().get_list_display_links(request, list_display)
+
+    def get_sortable_by(self, request: HttpRequest) -> Any:
+        return super().get_sortable_by(request) if reads_orm() else ()
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_view_permission(request, obj) or can_watch(request.user)
