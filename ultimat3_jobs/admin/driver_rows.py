@@ -49,15 +49,17 @@ def _q_lookups(q: Any) -> list[tuple[str, Any]]:
     pairs, or an OR of one lookup's values (``lookup__in``)."""
     if not isinstance(q, Q) or q.negated:
         raise TypeError(f"rows read through the driver take exact lookups only, not {q!r}")
-    if q.connector == Q.OR and len(q.children) > 1:
-        keys = {child[0] for child in q.children if isinstance(child, tuple)}
-        if len(keys) != 1 or not all(isinstance(child, tuple) for child in q.children):
+    children: list[Any] = list(q.children)
+    pairs = [child for child in children if isinstance(child, tuple)]
+    if q.connector == Q.OR and len(children) > 1:
+        keys = {str(key) for key, _ in pairs}
+        if len(keys) != 1 or len(pairs) != len(children):
             raise TypeError(f"rows read through the driver take no OR of lookups: {q!r}")
         key = keys.pop().removesuffix("__exact")
-        return [(f"{key}__in", [value for _, value in q.children])]
+        return [(f"{key}__in", [value for _, value in pairs])]
     found: list[tuple[str, Any]] = []
-    for child in q.children:
-        found += _q_lookups(child) if isinstance(child, Q) else [tuple(child)]  # type: ignore[list-item]
+    for child in children:
+        found += _q_lookups(child) if isinstance(child, Q) else [(str(child[0]), child[1])]
     return found
 
 
@@ -89,7 +91,7 @@ class DriverRows(abc.ABC):
             key = key[: -len("__exact")]
         name, _, lookup = key.partition("__")
         if name == "pk":
-            name = str(self.model._meta.pk.name)  # type: ignore[union-attr]
+            name = str(self.model._meta.pk.name)
         if lookup not in ("", "in"):
             raise TypeError(f"rows read through the driver take exact lookups only, not {key!r}")
         return f"{name}__in" if lookup else name
@@ -142,7 +144,7 @@ class DriverRows(abc.ABC):
     def values_list(self, *fields: str, flat: bool = False) -> DriverValues:
         if flat and len(fields) != 1:
             raise TypeError("values_list(flat=True) takes one field")
-        names = [str(self.model._meta.pk.name) if f == "pk" else f for f in fields]  # type: ignore[union-attr]
+        names = [str(self.model._meta.pk.name) if f == "pk" else f for f in fields]
         if flat:
             return DriverValues(self, lambda row: getattr(row, names[0]))
         return DriverValues(self, lambda row: tuple(getattr(row, name) for name in names))
