@@ -266,6 +266,11 @@ def test_the_workers_page_lists_the_workers_in_redis(role_client, redis_jobs):
     assert "w-page" in client.get(WORKERS, {"live": "yes"}).content.decode()
     assert "w-page" not in client.get(WORKERS, {"live": "no"}).content.decode()
     assert role_client("nonstaff").get(WORKERS).status_code == 302
+    # A row has no link of its own; its URL typed in shows the row, read through the driver.
+    assert "/jobworker/w-page/change/" not in html
+    page = client.get(f"{WORKERS}w-page/change/")
+    assert page.status_code == 200 and "box" in page.content.decode()
+    assert client.get(f"{WORKERS}w-gone/change/").status_code == 302  # "doesn't exist"
 
 
 def test_the_pauses_page_lists_and_lifts_the_pauses_in_redis(role_client, redis_jobs):

@@ -172,6 +172,14 @@ class DriverRows(abc.ABC):
     def count(self) -> int:
         return len(self)
 
+    def get(self, **lookups: Any) -> Any:
+        found = self.filter(**lookups).rows(2)
+        if not found:
+            raise self.model.DoesNotExist(f"no {self.model._meta.object_name} matches {lookups}")
+        if len(found) > 1:
+            raise self.model.MultipleObjectsReturned(f"more than one row matches {lookups}")
+        return found[0]
+
     def exists(self) -> bool:
         return bool(self)
 
