@@ -72,7 +72,7 @@ class DriverRows(abc.ABC):
     either."""
 
     def __init__(self, model: type[models.Model], lookups: Mapping[str, Any] | None = None):
-        self.model = model
+        self.model: Any = model  # a model class: its DoesNotExist is per class
         self.lookups: dict[str, Any] = dict(lookups or {})
         self.empty = False
 
