@@ -69,7 +69,7 @@ def test_slices_values_and_get():
     assert list(rows.values_list("target", flat=True)) == ["a", "a", "b", "c"]
     assert list(rows.values_list("target", flat=True).distinct()) == ["a", "b", "c"]
     assert rows.values_list("target", flat=True).distinct()[:2] == ["a", "b"]
-    assert list(rows.values_list("scope", "target"))[0] == ("job", "a")
+    assert rows.values_list("scope", "target")[:1] == [("job", "a")]
     assert rows.get(pk="task:c").target == "c"
     with pytest.raises(JobPause.DoesNotExist):
         rows.get(pk="task:zz")
