@@ -55,7 +55,7 @@ def reads_orm() -> bool:
 class OperatorRecordsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Records the operator looks at but never edits by form (pauses, workers, cron jobs): seen by
     anyone who may see jobs or pause queues, on the job store's database, or through the driver
-    where the ORM cannot read the store (then a row has no page of its own)."""
+    where the ORM cannot read the store (then a row links to no page of its own)."""
 
     show_facets = admin.ShowFacets.NEVER
 
