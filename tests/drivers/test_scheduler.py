@@ -207,6 +207,21 @@ def test_sync_of_no_names_answers_nothing(driver):
     assert driver.scheduler_cron_sync(names=[]) == {}
 
 
+def test_cron_read_answers_known_tasks_and_writes_nothing(driver):
+    assert driver.scheduler_cron_read(names=[TASK]) == {}
+    assert driver.scheduler_cron_read(names=[TASK]) == {}  # the first read wrote nothing
+    state = sync_one(driver)
+    assert elect(driver, "a").epoch == 1
+    occurrence = occurrence_after(state.watermark)
+    _, request = fire(driver, old=state.watermark, occurrence=occurrence)
+    found = driver.scheduler_cron_read(names=[TASK, "tests.paris_daily", TASK])
+    assert list(found) == [TASK]
+    assert found[TASK].watermark == occurrence
+    assert found[TASK].last_fire_at == occurrence
+    assert found[TASK].last_job_id == request.id
+    assert driver.scheduler_cron_read(names=[]) == {}
+
+
 # -- the fenced fire --------------------------------------------------------------------------
 
 

@@ -155,6 +155,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "outbox_mark_published": {"relay_id": "r", "ids": [B]},
     "outbox_record_failure": {"relay_id": "r", "id": B, "error": "e", "retry_seconds": 1.0},
     "scheduler_cron_sync": {"names": ["tests.every_second"]},
+    "scheduler_cron_read": {"names": ["tests.every_second"]},
     "outbox_purge_published": {"retention_seconds": 0.0, "limit": 10, "before": None},
     "outbox_count_published": {"before": "2000-01-01T00:00:00Z", "limit": 10},
     "scheduler_fire": {

@@ -3,9 +3,11 @@ cron jobs, webhook endpoints and their ledger, consumers, subject requests, the 
 the dashboard. Django's admin autodiscovery imports this package; importing its modules
 registers them on ``django.contrib.admin.site``.
 
-Layer: surface. The admin holds no logic of its own: it reads through the ORM and
-:mod:`ultimat3_jobs.operator.introspection`, and acts through :mod:`ultimat3_jobs.operator.verbs`
-on the driver :func:`~ultimat3_jobs.drivers.get_driver` answers.
+Layer: surface. The admin holds no logic of its own: it reads through the ORM (or, where the
+driver's ``store_in_orm`` is False, through the driver: ``driver_rows.py``, ``driver_jobs.py``)
+and :mod:`ultimat3_jobs.operator.introspection`, and acts through
+:mod:`ultimat3_jobs.operator.verbs` on the driver :func:`~ultimat3_jobs.drivers.get_driver`
+answers.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.views.main import PAGE_VAR, ChangeList
+from django.contrib.admin.views.main import PAGE_VAR
 from django.db.models import F, Func, IntegerField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.http import HttpRequest
@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from ultimat3_jobs.admin.driver_rows import DriverAwareChangeList, DriverRows
 from ultimat3_jobs.admin.paginator import WindowPaginator
 from ultimat3_jobs.admin.permissions import VIEW_JOB_INPUT, has
 from ultimat3_jobs.models import Job
@@ -48,12 +49,14 @@ _BREAK_AFTER = re.compile(r"(?<=[.:/_])")
 """Where a long name may wrap first: after a dot, a colon, a slash or an underscore."""
 
 
-class JobChangeList(ChangeList):
+class JobChangeList(DriverAwareChangeList):
     """Reads only :data:`LIST_COLUMNS`, serves the rows :class:`WindowPaginator` read, and
     gives each row the disclosure of its job name for the viewer (``row.shown``)."""
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> Any:
         queryset = super().get_queryset(request, exclude_parameters)
+        if isinstance(queryset, DriverRows):
+            return queryset  # its rows carry the summary's columns and last error already
         last_error = KeyTransform("-1", "errors")
         return queryset.only(*LIST_COLUMNS).annotate(
             error_count=Func(

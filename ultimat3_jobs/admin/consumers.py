@@ -35,6 +35,7 @@ class ConsumerAdmin(OperatorRecordsAdmin):
     search_fields = ("name",)
     ordering = ("name",)
     change_list_template = "ultimat3_jobs/admin/consumercursor/change_list.html"
+    in_job_store = False
 
     def store_alias(self) -> str:
         return loop.database()

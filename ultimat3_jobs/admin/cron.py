@@ -3,19 +3,25 @@ read-only.
 
 Layer: surface. The durable state is ``x_scheduler_tasks`` (model ``SchedulerTask``, so the page's
 URL stays ``.../schedulertask/``); the schedule comes from the declaration, the pause from
-``x_job_pauses``, in one query per page. Pause and resume a cron job from the queues page.
+``x_job_pauses``, in one query per page; where the ORM cannot read the store, the cron jobs
+declared here that the store holds a state for, through ``scheduler_cron_read`` and
+``pause_list``. Pause and resume a cron job from the queues page.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 
-from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin
+from ultimat3_jobs.admin.driver_jobs import cron_rows
+from ultimat3_jobs.admin.driver_rows import DriverRows
+from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin, reads_orm
 from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.cron import Schedule
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import JobPause, SchedulerTask
@@ -35,7 +41,12 @@ class CronAdmin(OperatorRecordsAdmin):
     ordering = ("name",)
     show_full_result_count = False
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[SchedulerTask]:
+    def driver_rows(self, driver: JobDriver) -> DriverRows:
+        return cron_rows(driver)
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        if not reads_orm():
+            return super().get_queryset(request)
         pauses = JobPause.objects.filter(scope="task", target=OuterRef("name"))
         rows: QuerySet[SchedulerTask] = SchedulerTask.objects.using(get_settings().database)
         return rows.annotate(is_paused=Exists(pauses)).order_by("name")

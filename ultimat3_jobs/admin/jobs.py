@@ -6,7 +6,10 @@ its filters in :mod:`~ultimat3_jobs.admin.job_filters`, the actions in
 :mod:`~ultimat3_jobs.operator.redaction`).
 
 Layer: surface. Reads the ``x_jobs`` table through the ORM (the changelist, a page of rows) and
-the driver (a job in full, through :mod:`~ultimat3_jobs.operator.introspection`); every change
+the driver (a job in full, through :mod:`~ultimat3_jobs.operator.introspection`); where the
+driver's store is not the ORM's (``store_in_orm`` False: Redis, memory), the changelist's rows
+and a job's page are read through the driver too (:mod:`~ultimat3_jobs.admin.driver_jobs`),
+so the pages, filters, search, paging and actions are the same on every driver; every change
 goes through :mod:`~ultimat3_jobs.operator.verbs`, each behind its own permission, checked on
 the server by Django's action framework (an action the user may not run is not offered, and a
 POST naming it is refused as "No action selected").
@@ -30,6 +33,7 @@ from django.urls import URLPattern, path, reverse
 
 from ultimat3_jobs.admin import dashboard, job_page, queues
 from ultimat3_jobs.admin.changelist import JobChangeList, JobListColumns
+from ultimat3_jobs.admin.driver_jobs import job_from_record, job_rows
 from ultimat3_jobs.admin.job_actions import JOB_PAGE_ACTIONS, RETURN_TO_JOB, JobActions
 from ultimat3_jobs.admin.job_filters import (
     FILTER_PARAMETERS,
@@ -46,6 +50,7 @@ from ultimat3_jobs.admin.permissions import (
     REQUEUE_JOB,
     VIEW_JOB_INPUT,
     has,
+    reads_orm,
 )
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
@@ -144,8 +149,25 @@ class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[ty
 
     # -- reading ---------------------------------------------------------------------------
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+    def get_queryset(self, request: HttpRequest) -> Any:
+        if not reads_orm():
+            return job_rows(get_driver())
         return super().get_queryset(request).using(get_settings().database)
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Job | None:
+        if reads_orm():
+            return super().get_object(request, object_id, from_field)
+        try:
+            record = get_driver().job_get(job_id=uuid.UUID(object_id))
+        except ValueError:
+            return None
+        return None if record is None else job_from_record(record)
+
+    def get_sortable_by(self, request: HttpRequest) -> Any:
+        """Newest first only where the driver reads the jobs: ``job_list`` has one order."""
+        return super().get_sortable_by(request) if reads_orm() else ()
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return JobChangeList

@@ -1,9 +1,10 @@
 """Pauses: every paused queue, job name and task, read-only, with an action that lifts them.
 
-Layer: surface. Rows are read through the ORM; a pause is made on the queues page or with
-``manage.py jobs pause``, and lifted through :func:`~ultimat3_jobs.operator.verbs.resume`, never
-by editing a row. Seeing pauses takes Django's view permission on pauses, ``view_job`` or
-``pause_queue``; lifting one takes ``pause_queue``.
+Layer: surface. Rows are read through the ORM (or the driver, where the ORM cannot read the
+store); a pause is made on the queues page or with ``manage.py jobs pause``, and lifted
+through :func:`~ultimat3_jobs.operator.verbs.resume`, never by editing a row. Seeing pauses
+takes Django's view permission on pauses, ``view_job`` or ``pause_queue``; lifting one takes
+``pause_queue``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from ultimat3_jobs.admin.driver_jobs import pause_rows
+from ultimat3_jobs.admin.driver_rows import DriverRows
 from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, OperatorRecordsAdmin, has
 from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.models import JobPause
 from ultimat3_jobs.operator import verbs
 
@@ -25,6 +29,9 @@ class JobPauseAdmin(OperatorRecordsAdmin):
     ordering = ("scope", "target")
     change_list_template = "ultimat3_jobs/admin/jobpause/change_list.html"
     actions = ("resume_pauses",)
+
+    def driver_rows(self, driver: JobDriver) -> DriverRows:
+        return pause_rows(driver)
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has(request.user, PAUSE_QUEUE)

@@ -9,10 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from ultimat3_jobs.admin.driver_rows import DriverAwareChangeList, DriverRows
 from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.base import JobDriver
 
 VIEW_JOB = "ultimat3_jobs.view_job"
 """Django's own view permission on jobs: the changelist, a job's page, the pages of queues."""
@@ -68,10 +72,43 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
 
+def reads_orm() -> bool:
+    """Whether the admin may read the job store with the ORM (the driver's ``store_in_orm``);
+    where not, its changelists read through the driver (``admin/driver_rows.py``)."""
+    return get_driver().store_in_orm
+
+
 class OperatorRecordsAdmin(ReadOnlyAdmin):
     """Records the operator looks at but never edits by form (pauses, workers, cron jobs,
     consumers): seen by anyone who may see jobs or pause queues, or holds the model's own view
-    permission."""
+    permission. Records of the job store (``in_job_store``) are read through the driver where
+    the ORM cannot read the store (then a row links to no page of its own)."""
+
+    in_job_store = True
+    """False for records kept in the project's database whatever the driver (consumers)."""
+
+    def driver_rows(self, driver: JobDriver) -> DriverRows:
+        """The rows of this changelist, read through ``driver``."""
+        raise NotImplementedError
+
+    def through_driver(self) -> bool:
+        return self.in_job_store and not reads_orm()
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        if self.through_driver():
+            return self.driver_rows(get_driver())
+        return super().get_queryset(request)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return DriverAwareChangeList
+
+    def get_list_display_links(self, request: HttpRequest, list_display: Any) -> Any:
+        if self.through_driver():
+            return None
+        return super().get_list_display_links(request, list_display)
+
+    def get_sortable_by(self, request: HttpRequest) -> Any:
+        return () if self.through_driver() else super().get_sortable_by(request)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_view_permission(request, obj) or can_watch(request.user)

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
 from django.db.models.functions import Now
 from django.http import HttpRequest
 
+from ultimat3_jobs.admin.driver_jobs import worker_rows
+from ultimat3_jobs.admin.driver_rows import DriverRows
 from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin
-from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS
+from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, JobDriver
 from ultimat3_jobs.models import JobWorker
 
 
@@ -57,7 +58,9 @@ class LiveFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("yes", "Live"), ("no", "Expired")]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        if isinstance(queryset, DriverRows):  # the driver lists live workers only
+            return queryset.none() if self.value() == "no" else queryset
         if self.value() == "yes":
             return queryset.filter(expires_at__gt=Now())
         if self.value() == "no":
@@ -82,6 +85,9 @@ class JobWorkerAdmin(OperatorRecordsAdmin):
     readonly_fields = ("queue_list", "waiting")
     list_filter = (LiveFilter,)
     ordering = ("id",)
+
+    def driver_rows(self, driver: JobDriver) -> DriverRows:
+        return worker_rows(driver)
 
     @admin.display(description="queues")
     def queue_list(self, obj: JobWorker) -> str:

@@ -69,6 +69,12 @@ class JobDriver(
     database: str | None = None
     """The Django database alias the driver writes through, if any."""
 
+    store_in_orm: ClassVar[bool] = False
+    """True when the driver's rows are the tables of the app's models (``x_jobs``,
+    ``x_job_pauses``, ``x_job_workers``, ``x_scheduler_tasks``) on :attr:`database`, so that
+    Django's ORM may read them. Where it is False the admin reads through the driver's operator
+    methods instead (``admin/driver_rows.py``)."""
+
     def __init__(self, *, database: str | None = None) -> None:
         """Drivers are built by :func:`~ultimat3_jobs.drivers.get_driver` with the configured
         ``DATABASE`` alias; one that writes elsewhere ignores it."""
@@ -236,6 +242,11 @@ class JobDriver(
         """The state of each named task; a task never seen before starts with its watermark
         at now, so it never replays its history."""
 
+    @abc.abstractmethod
+    def scheduler_cron_read(self, *, names: Sequence[str]) -> dict[str, CronState]:
+        """The state of each named task the store holds, for an operator: a task never seen
+        is left out, and nothing is written."""
+
     # -- wake and the worker registry ------------------------------------------------------
 
     def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
@@ -289,4 +300,5 @@ def describe(driver: JobDriver) -> dict[str, Any]:
         "name": driver.name,
         "database": driver.database,
         "enqueue_joins_transaction": driver.enqueue_joins_transaction,
+        "store_in_orm": driver.store_in_orm,
     }

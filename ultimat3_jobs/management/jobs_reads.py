@@ -2,7 +2,7 @@
 terminal or as one JSON document: what each prints, and the table and time forms they share.
 
 Layer: surface. Jobs are read through :mod:`ultimat3_jobs.operator.introspection`; the cron jobs'
-durable state through the models."""
+durable state through the driver (``scheduler_cron_read``, ``pause_list``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from typing import Any
 
 from django.core.management.base import OutputWrapper
 
-from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.model.registry import registry
-from ultimat3_jobs.models import JobPause, SchedulerTask
 from ultimat3_jobs.operator import introspection
 from ultimat3_jobs.operator.redaction import REDACTED
 from ultimat3_jobs.types import JobState
@@ -25,16 +23,12 @@ LAST_ERROR_WIDTH = 60
 
 
 def cron_rows() -> list[dict[str, Any]]:
-    """Every declared cron job with its schedule and its durable state."""
-    database = get_settings().database
+    """Every declared cron job with its schedule and its durable state (read through the
+    driver, on every driver)."""
+    driver = get_driver()
     crons = registry.crons()
-    states = {
-        row.name: row
-        for row in SchedulerTask.objects.using(database).filter(name__in=[c.name for c in crons])
-    }
-    paused = set(
-        JobPause.objects.using(database).filter(scope="task").values_list("target", flat=True)
-    )
+    states = driver.scheduler_cron_read(names=[c.name for c in crons])
+    paused = {pause.target for pause in driver.pause_list() if pause.scope == "task"}
     now = datetime.now(UTC)
     rows = []
     for definition in crons:

@@ -81,3 +81,7 @@ class SchedulerStatements(MemoryState):
                     name, CronState(name=name, watermark=now, last_fire_at=None, last_job_id=None)
                 )
             return {name: self._tasks[name] for name in names}
+
+    def scheduler_cron_read(self, *, names: Sequence[str]) -> dict[str, CronState]:
+        with self._lock:
+            return {name: self._tasks[name] for name in names if name in self._tasks}

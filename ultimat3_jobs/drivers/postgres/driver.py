@@ -95,6 +95,7 @@ class PostgresDriver(
 
     name = "postgres"
     enqueue_joins_transaction = True
+    store_in_orm = True
 
     def __init__(self, *, database: str | None = "default") -> None:
         self.database = database or "default"

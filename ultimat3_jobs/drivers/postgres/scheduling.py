@@ -59,3 +59,9 @@ class SchedulerMethods:
             return {}
         params = {"names": list(dict.fromkeys(names))}
         return scheduler_rows.task_states(fetch(self._tasks, "scheduler_cron_sync", params))
+
+    def scheduler_cron_read(self, *, names: Sequence[str]) -> dict[str, CronState]:
+        if not names:
+            return {}
+        params = {"names": list(dict.fromkeys(names))}
+        return scheduler_rows.task_states(fetch(self._tasks, "scheduler_cron_read", params))

@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS
 from ultimat3_jobs.drivers.redis import codec
@@ -65,20 +66,11 @@ class SchedulerMethods(RedisStore):
 
     def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
         names = list(names)
-        if not names:
-            return {}
-        states = {}
-        for name, (watermark, last_fire_at, last_job_id) in zip(
-            names, self._run("scheduler_cron_sync", names), strict=True
-        ):
-            job_id = codec.text(last_job_id)
-            states[name] = CronState(
-                name=name,
-                watermark=codec.moment(watermark),  # type: ignore[arg-type]
-                last_fire_at=codec.moment(last_fire_at),
-                last_job_id=None if job_id is None else uuid.UUID(job_id),
-            )
-        return states
+        return _cron_states(names, self._run("scheduler_cron_sync", names) if names else [])
+
+    def scheduler_cron_read(self, *, names: Sequence[str]) -> dict[str, CronState]:
+        names = list(dict.fromkeys(names))
+        return _cron_states(names, self._run("scheduler_cron_read", names) if names else [])
 
     # -- the worker registry ------------------------------------------------------------------
 
@@ -116,3 +108,20 @@ class SchedulerMethods(RedisStore):
 
     def worker_remove(self, *, worker_id: str) -> bool:
         return bool(self._run("worker_remove", [worker_id]))
+
+
+def _cron_states(names: Sequence[str], answer: Sequence[Any]) -> dict[str, CronState]:
+    """The states a cron script answered, one ``watermark last_fire_at last_job_id`` per name;
+    a task with no watermark (never seen) is left out."""
+    states = {}
+    for name, (watermark, last_fire_at, last_job_id) in zip(names, answer, strict=True):
+        if watermark is None:
+            continue
+        job_id = codec.text(last_job_id)
+        states[name] = CronState(
+            name=name,
+            watermark=codec.moment(watermark),  # type: ignore[arg-type]
+            last_fire_at=codec.moment(last_fire_at),
+            last_job_id=None if job_id is None else uuid.UUID(job_id),
+        )
+    return states

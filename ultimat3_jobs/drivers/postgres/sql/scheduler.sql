@@ -14,6 +14,12 @@ from x_scheduler_tasks s
 where s.name = any(%(names)s::text[])
   and not exists (select 1 from added a where a.name = s.name)
 
+-- name: scheduler_cron_read
+-- The operator's read: every named task's state, none written; a task never seen is absent.
+select name, watermark, last_fire_at, last_job_id
+from x_scheduler_tasks
+where name = any(%(names)s::text[])
+
 -- name: scheduler_fire
 -- One occurrence in ONE statement: the watermark moves from its old value (the fence) to the
 -- occurrence, only while the caller still holds the leader lease of this epoch, and the job is
