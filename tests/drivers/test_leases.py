@@ -48,10 +48,7 @@ def rate(limit: int, key: str = "rate:tests.echo", seconds: float = 60.0) -> Lea
 
 @pytest.fixture(autouse=True)
 def _lease_store(driver: JobDriver) -> None:
-    if driver.name in ("postgres", "memory"):
-        assert driver.has_lease_store
-    elif not driver.has_lease_store:
-        pytest.skip(f"the {driver.name} driver keeps no lease store yet")
+    assert driver.has_lease_store, f"the {driver.name} driver keeps a lease store"
 
 
 def test_lease_acquire_takes_the_lowest_free_slot_up_to_the_limit(driver):
