@@ -5,15 +5,18 @@ stamps expires by itself while a key of concurrency slots never does."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.drivers.support import request
 from tests.limits.jobs import HANDLES, one_at_a_time, per_key, rated
 from tests.limits.support import most_at_once
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.checks import check_limits_enforceable
+from ultimat3_jobs.drivers.base import LeaseRequest
 from ultimat3_jobs.drivers.redis import RedisDriver
 from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.model.registry import registry
@@ -98,3 +101,31 @@ def test_a_rate_key_expires_by_itself_and_a_concurrency_key_never(redis_worker) 
     assert client.pttl(f"{driver.prefix}:lease:job:tests.limits.one_at_a_time") == -1
     ttl = client.pttl(f"{driver.prefix}:lease:rate:tests.limits.rated")
     assert 0 < ttl <= 2_000, "a second past the stamp's one-second period"
+
+
+def test_lease_list_reads_every_key_of_its_own_store_only_in_key_order() -> None:
+    """More keys than one script reads (a chunk), under a prefix whose ``*`` would match the
+    other store's keys as a glob: the listing reads its own keys only, in order, bounded, each
+    row with the worker whose claim holds it."""
+    tag = uuid.uuid4().hex
+    mine = RedisDriver(alias="redis", prefix=f"{{u3j-test-{tag}*}}")
+    other = RedisDriver(alias="redis", prefix=f"{{u3j-test-{tag}-other}}")
+    try:
+        for store, keys in ((mine, 250), (other, 3)):
+            store.job_enqueue(request=request())
+            (job,) = store.job_claim(queues=["default"], limit=1, worker_id="w", lease_seconds=30)
+            wanted = [LeaseRequest(key=f"job-key:n:{n:03d}", limit=1) for n in range(keys)]
+            grant = store.lease_acquire(job_id=job.id, claim_token=job.claim_token, requests=wanted)
+            assert grant.granted
+        rows = mine.lease_list()
+        assert [h.key for h in rows] == [f"job-key:n:{n:03d}" for n in range(250)]
+        assert len({h.job_id for h in rows}) == 1 and {h.worker_id for h in rows} == {"w"}
+        assert [h.key for h in mine.lease_list(limit=205)][-1] == "job-key:n:204"
+        assert len(other.lease_list()) == 3
+    finally:
+        for store in (mine, other):
+            client = store.redis()
+            pattern = store.prefix.replace("*", "\\*") + "*"
+            names = list(client.scan_iter(match=pattern, count=1000))
+            if names:
+                client.delete(*names)

@@ -9,25 +9,43 @@ same script (``move`` in ``lua/_lib.lua``) and the heartbeat renews them, so the
 the attempt as the PostgreSQL statements make them. A script runs alone, so ``lease_acquire``
 checks every request before it writes any: all or nothing without a give-back, and no race
 between two acquirers of one key.
+
+``lease_list`` finds the lease keys with ``SCAN`` (a cursor walk of a few hundred keys a call,
+never one blocking command) and reads their rows a chunk of keys per script, in key order,
+until it has ``limit`` rows: a read of the live rows, not one snapshot of them all.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ultimat3_jobs.drivers.leases_seam import LeaseGrant, LeaseHolder, LeaseRequest
+from ultimat3_jobs.drivers.leases_seam import (
+    LEASE_LIST_MAX,
+    LeaseGrant,
+    LeaseHolder,
+    LeaseKind,
+    LeaseRequest,
+    check_lease_list,
+)
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
 
+LIST_CHUNK = 200
+"""How many lease keys one ``lease_list.lua`` call reads."""
+SCAN_COUNT = 500
+_GLOB = re.compile(r"([*?\[\]\\])")
 
-def holder(key: str, answer: Sequence[Any]) -> LeaseHolder:
-    """One row as ``lease_holders.lua`` answers it."""
+
+def holder(key: str, answer: Sequence[Any], worker_id: str | None = None) -> LeaseHolder:
+    """One row as ``lease_holders.lua`` (or ``lease_list.lua``) answers it."""
     slot, kind, job_id, token, acquired, expires = (codec.text(value) for value in answer)
     return LeaseHolder(
         key=key,
+        worker_id=worker_id,
         slot=int(str(slot)),
         kind=kind,  # type: ignore[arg-type]
         job_id=uuid.UUID(job_id),
@@ -68,3 +86,24 @@ class LeaseScriptMethods(RedisStore):
 
     def lease_release(self, *, key: str) -> int:
         return int(self._run("lease_release", [key]))
+
+    def lease_list(
+        self, *, kind: LeaseKind | None = None, limit: int = LEASE_LIST_MAX
+    ) -> list[LeaseHolder]:
+        check_lease_list(kind, limit)
+        head = f"{self.prefix}:lease:".encode()
+        pattern = _GLOB.sub(r"\\\1", head.decode()) + "*"  # the prefix taken literally
+        names = self.redis().scan_iter(match=pattern, count=SCAN_COUNT)
+        found = (name if isinstance(name, bytes) else str(name).encode() for name in names)
+        # By code point (UTF-8 bytes), as PostgreSQL's collate "C".
+        keys = sorted(name[len(head) :] for name in found if name.startswith(head))
+        rows: list[LeaseHolder] = []
+        for start in range(0, len(keys), LIST_CHUNK):
+            chunk = [key.decode() for key in keys[start : start + LIST_CHUNK]]
+            answer = self._run("lease_list", [kind or "", str(limit - len(rows)), *chunk])
+            for row in answer:
+                key, worker = codec.text(row[0]), codec.text(row[7])
+                rows.append(holder(str(key), row[1:7], worker or None))
+            if len(rows) >= limit:
+                break
+        return rows
