@@ -358,6 +358,9 @@ class RedisControls:
             if value:
                 field = f"{seconds}\t{outcome}\t{name}"
                 self.client.hincrby(f"{self.base}:counters:{period}", field, value)
+                self.client.zadd(
+                    f"{self.base}:counter_rows:{period}", {f"{seconds}\t{name}": seconds}
+                )
 
     def row_count(self) -> int:
         return int(self.client.zcard(f"{self.base}:jobs"))

@@ -8,21 +8,16 @@ import uuid
 
 import pytest
 
-from ultimat3_jobs.errors import DriverCapabilityMissing, StoreRefused
+from ultimat3_jobs.errors import StoreRefused
 
 
 @pytest.fixture(autouse=True)
 def _capability(request: pytest.FixtureRequest) -> None:
-    """A driver without the backfill ledger says so and refuses; the parity tests skip it."""
+    """Every driver of the parity suite keeps the backfill ledger."""
     if "driver" not in request.fixturenames:
         return
     driver = request.getfixturevalue("driver")
-    if driver.name in ("postgres", "memory"):
-        assert driver.has_backfill_ledger
-    elif not driver.has_backfill_ledger:
-        with pytest.raises(DriverCapabilityMissing, match="backfill ledger"):
-            driver.backfill_list()
-        pytest.skip(f"the {driver.name} driver keeps no backfill ledger yet")
+    assert driver.has_backfill_ledger, f"the {driver.name} driver keeps the backfill ledger"
 
 
 def start(driver, run_id=None, name="b", scope="all"):

@@ -44,3 +44,20 @@ def test_counter_rollup_folds_old_minutes_into_their_hour_once(driver) -> None:
     totals_after = {t.name: t for t in driver.counter_total()}
     assert totals_after["a"].completed == totals_before["a"].completed == 14
     assert totals_after["b"].retried == totals_before["b"].retried == 4
+
+
+def test_rolled_up_hour_rows_go_by_the_purges_cutoff(driver) -> None:
+    hour = (datetime.now(UTC) - timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
+    recent = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=5)
+    put_minute(driver, "a", hour + timedelta(minutes=1), completed=2)
+    put_minute(driver, "b", hour + timedelta(minutes=7), retried=4)
+    put_minute(driver, "a", recent, completed=9)
+    assert driver.counter_rollup(keep_seconds=3600) == 2
+    assert driver.counter_count(before=hour, limit=10) == 0, "a bucket is old from its start"
+    cutoff = hour + timedelta(seconds=1)
+    assert driver.counter_count(before=cutoff, limit=10) == 2
+    assert driver.counter_purge(before=cutoff, limit=1) == 1
+    assert driver.counter_purge(before=cutoff, limit=10) == 1
+    assert driver.counter_purge(before=cutoff, limit=10) == 0
+    assert rows(driver, hour - timedelta(hours=1), "hour") == {}
+    assert list(rows(driver, hour - timedelta(hours=1), "minute")) == [("a", recent)]

@@ -48,10 +48,7 @@ def rate(limit: int, key: str = "rate:tests.echo", seconds: float = 60.0) -> Lea
 
 @pytest.fixture(autouse=True)
 def _lease_store(driver: JobDriver) -> None:
-    if driver.name in ("postgres", "memory"):
-        assert driver.has_lease_store
-    elif not driver.has_lease_store:
-        pytest.skip(f"the {driver.name} driver keeps no lease store yet")
+    assert driver.has_lease_store, f"the {driver.name} driver keeps a lease store"
 
 
 def test_lease_acquire_takes_the_lowest_free_slot_up_to_the_limit(driver):
@@ -210,3 +207,31 @@ def test_a_rate_stamp_is_free_again_after_its_period(driver):
     assert not take(driver, b, rate(1)).granted
     expire_key(driver, "rate:tests.echo")
     assert take(driver, b, rate(1)).granted
+
+
+def test_the_suspend_frees_the_runs_slots_and_keeps_its_rate_stamp(driver):
+    job = running(driver)
+    assert take(driver, job, cap(1), rate(5)).granted
+    assert driver.step_wait(
+        job_id=job.id,
+        claim_token=job.claim_token,
+        name="w",
+        seq=1,
+        kind="sleep",
+        seconds=3600.0,
+    )
+    assert driver.job_suspend(job_id=job.id, claim_token=job.claim_token, step="w")
+    assert lease_rows(driver) == [("rate:tests.echo", 0, "rate")]
+
+
+def test_a_slot_taken_over_from_an_expired_holder_stays_with_its_new_holder(driver, store):
+    old, new = running(driver), running(driver)
+    take(driver, old, cap(1))
+    expire_key(driver, KEY)
+    assert take(driver, new, cap(1)).granted
+    # The old attempt's settle and abandon touch only its own rows, never the slot's new holder.
+    assert driver.lease_abandon(job_id=old.id, claim_token=old.claim_token) == 0
+    assert ack(driver, old.id, old.claim_token)
+    assert heartbeat(driver, new.id, new.claim_token)
+    (holder,) = driver.lease_holders(key=KEY)
+    assert (holder.job_id, holder.expires_at) == (new.id, get(driver, new.id).lease_expires_at)

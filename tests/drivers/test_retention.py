@@ -12,22 +12,17 @@ from tests.drivers.outbox_support import RELAY, OutboxCase, build_case
 from tests.drivers.steps_support import done, running, shift_event_expiry, steps_of
 from tests.drivers.support import HOUR, ack, enqueue, put_in_state, state_of, utcnow
 from tests.drivers.support import request as job_request
-from ultimat3_jobs.errors import DriverCapabilityMissing, StoreRefused
+from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.types import JobState
 
 
 @pytest.fixture(autouse=True)
 def _capability(request: pytest.FixtureRequest) -> None:
-    """A driver without the retention methods says so and refuses; the parity tests skip it."""
+    """Every driver of the parity suite keeps the retention methods."""
     if "driver" not in request.fixturenames:
         return
     driver = request.getfixturevalue("driver")
-    if driver.name in ("postgres", "memory"):
-        assert driver.has_retention
-    elif not driver.has_retention:
-        with pytest.raises(DriverCapabilityMissing, match="retention methods"):
-            driver.clock_now()
-        pytest.skip(f"the {driver.name} driver keeps no retention methods yet")
+    assert driver.has_retention, f"the {driver.name} driver keeps the retention methods"
 
 
 def finished(driver, state: str, n: int = 1) -> list:

@@ -188,11 +188,16 @@ class MemoryState(ClaimHeaps):
             self._push(row)
 
     def _free_slots(self, job_id: uuid.UUID) -> int:
-        """Delete the concurrency slots ``job_id`` holds; answers how many went."""
+        """Delete the concurrency slots ``job_id`` holds; answers how many went. A slot another
+        job took over once this one's row expired is that job's now, and stays."""
         held = self._lease_jobs.pop(job_id, set())
+        gone = 0
         for place in held:
-            self._leases.pop(place, None)
-        return len(held)
+            lease = self._leases.get(place)
+            if lease is not None and lease.job_id == job_id:
+                del self._leases[place]
+                gone += 1
+        return gone
 
     def _renew_slots(self, row: _Row) -> None:
         """The heartbeat moved ``row``'s lease: its concurrency slots expire with it."""

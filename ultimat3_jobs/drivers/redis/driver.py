@@ -6,8 +6,9 @@ write about a running attempt compares the claim token inside its script; every 
 the project's database, so :meth:`RedisDriver.commits_with` answers False for every alias: an
 enqueue inside ``transaction.atomic()`` is staged in ``x_outbox`` and published after the
 commit (``model/transactions.py``). This module holds the worker's job methods; the operator's
-(``operating.py``), the scheduler's and worker registry's (``scheduling.py``) and the step
-store's and event bus's (``steps.py``) are mixed in.
+(``operating.py``), the scheduler's and worker registry's (``scheduling.py``), the step
+store's and event bus's (``steps.py``), the lease store (``leases.py``), the retention deletes
+(``retention.py``) and the backfill ledger (``backfills.py``) are mixed in.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
 )
 from ultimat3_jobs.drivers.redis import codec
+from ultimat3_jobs.drivers.redis.backfills import BackfillScriptMethods
 from ultimat3_jobs.drivers.redis.connection import DEFAULT_PREFIX
+from ultimat3_jobs.drivers.redis.leases import LeaseScriptMethods
 from ultimat3_jobs.drivers.redis.operating import OperatorMethods
+from ultimat3_jobs.drivers.redis.retention import RetentionScriptMethods
 from ultimat3_jobs.drivers.redis.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
 from ultimat3_jobs.drivers.redis.steps import StepScriptMethods
-from ultimat3_jobs.drivers.redis.unsupported import MissingBackfillLedger, MissingRetention
 from ultimat3_jobs.drivers.redis.wake import RedisWake
 from ultimat3_jobs.types import (
     AckItem,
@@ -53,11 +56,12 @@ from ultimat3_jobs.types import (
 
 @speaks_seam_errors
 class RedisDriver(
-    MissingRetention,
-    MissingBackfillLedger,
     OperatorMethods,
     SchedulerMethods,
     StepScriptMethods,
+    LeaseScriptMethods,
+    RetentionScriptMethods,
+    BackfillScriptMethods,
     JobDriver,
 ):
     """Jobs in the Redis of a django-redis cache alias; raises the seam's errors, never the

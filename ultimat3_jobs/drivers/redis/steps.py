@@ -118,10 +118,13 @@ class StepScriptMethods(RedisStore):
         ended = self._run("event_send", [*args, repr(float(ttl_seconds))])
         return EventSent(ended=int(ended))
 
-    def events_purge_expired(self, *, limit: int = EVENT_PURGE_DEFAULT) -> int:
+    def events_purge_expired(
+        self, *, limit: int = EVENT_PURGE_DEFAULT, before: datetime | None = None
+    ) -> int:
         if limit <= 0:
             return 0
-        return int(self._run("events_purge_expired", [str(int(limit))]))
+        cutoff = codec.optional(None if before is None else codec.micros(before))
+        return int(self._run("events_purge_expired", [str(int(limit)), cutoff]))
 
     def _shift_steps(
         self, what: str, seconds: float, job_id: uuid.UUID | None = None, name: str = ""

@@ -71,7 +71,7 @@ def unenforceable(
     return ConcurrencyUnenforceable(
         f"driver {driver.name!r} keeps no leases, so the concurrency or rate of "
         f"{', '.join(limited[:10])}{' ...' if len(limited) > 10 else ''} cannot be enforced: "
-        "use a driver with a lease store (postgres, memory) or remove the limits",
+        "use a driver with a lease store (postgres, redis, memory) or remove the limits",
         field="concurrency",
         rule="lease-store",
     )

@@ -36,6 +36,20 @@
 --   B:events:<e>     ZSET   the events of event and key <e>, ids (15 digits) by created_at
 --   B:event_expiry   ZSET   every event id by expires_at (the purge's order)
 --   B:event_seq      STRING the last event id given
+--   B:finished:<s>   ZSET   finished jobs of state <s> by finished_at (the purge's order)
+--   B:counter_rows:<p> ZSET the rows of B:counters:<p>, "<bucket seconds>\t<name>" by bucket
+--                           seconds (the purge's order)
+--   B:lease:<k>      HASH   the lease rows of lease key <k> (as the model spells it: job:<name>,
+--                           job-key:<name>:<key>, rate:<name>, rate-key:<name>:<key>): slot ->
+--                           "<kind>\t<job id>\t<claim token>\t<acquired_at>\t<expires_at>"; a
+--                           key of rate stamps only expires (Redis TTL) a second after its last
+--                           stamp, a key with a concurrency row never
+--   B:slots:<id>     SET    the concurrency slots a running job took, "<slot>\t<lease key>";
+--                           freed and deleted when the job leaves running
+--   B:backfill:<r>   HASH   one backfill run <r>: name scope run_id environment status cursor
+--                           rows_done batches_done error started_at updated_at finished_at
+--   B:backfills      ZSET   every run id by its start's number (B:backfill_seq)
+--   B:backfill_done  HASH   "<len>:<name><scope>" (as B:keys spells them) -> the completed run
 --   B:wake           pub/sub channel: the queue of each enqueue due now
 
 local B = KEYS[1]
@@ -186,6 +200,63 @@ local function count(name, now, outcome)
     assert(COUNTED[outcome], 'unknown counter ' .. outcome)
     local bucket = math.floor(now / 60000000) * 60
     redis.call('HINCRBY', B .. ':counters:minute', fmt(bucket) .. '\t' .. outcome .. '\t' .. name, 1)
+    redis.call('ZADD', B .. ':counter_rows:minute', fmt(bucket), fmt(bucket) .. '\t' .. name)
+end
+
+-- A lease row (B:lease:<k>) as a table, and back.
+local function lease_row(text)
+    local kind, job, token, acquired, expires = string.match(text,
+        '^(%a+)\t([^\t]*)\t([^\t]*)\t(%d+)\t(%d+)$')
+    return {kind = kind, job = job, token = token, acquired = tonumber(acquired),
+        expires = tonumber(expires)}
+end
+
+local function lease_text(r)
+    return r.kind .. '\t' .. r.job .. '\t' .. r.token .. '\t' .. fmt(r.acquired) .. '\t'
+        .. fmt(r.expires)
+end
+
+-- Write one lease row. A key of rate stamps only expires a second after its last stamp (an
+-- expired stamp is free, so nothing is lost); a key that holds a concurrency row never does.
+local function lease_put(key, slot, r, now)
+    local lkey = B .. ':lease:' .. key
+    local ttl = redis.call('PTTL', lkey)
+    redis.call('HSET', lkey, slot, lease_text(r))
+    if r.kind == 'concurrency' then
+        if ttl >= 0 then redis.call('PERSIST', lkey) end
+        return
+    end
+    local until_ms = math.floor(r.expires / 1000) + 1000
+    if ttl == -2 or (ttl >= 0 and math.floor(now / 1000) + ttl < until_ms) then
+        redis.call('PEXPIREAT', lkey, fmt(until_ms))
+    end
+end
+
+-- Each concurrency slot job `id` took, fenced by `token` unless it is nil: the callback gets
+-- the lease hash, the slot, the row and the B:slots member.
+local function slots_each(id, token, each)
+    for _, place in ipairs(redis.call('SMEMBERS', B .. ':slots:' .. id)) do
+        local slot, key = string.match(place, '^(%d+)\t(.*)$')
+        local lkey = B .. ':lease:' .. key
+        local text = redis.call('HGET', lkey, slot)
+        local r = text and lease_row(text)
+        if r and r.kind == 'concurrency' and r.job == id and (token == nil or r.token == token) then
+            each(lkey, slot, r, place)
+        end
+    end
+end
+
+-- Delete the concurrency slots job `id` holds (its attempt's, or with `token` only that
+-- attempt's); answers how many went. Without a token the job's B:slots set goes too.
+local function slots_free(id, token)
+    local n = 0
+    slots_each(id, token, function(lkey, slot, _, place)
+        redis.call('HDEL', lkey, slot)
+        redis.call('SREM', B .. ':slots:' .. id, place)
+        n = n + 1
+    end)
+    if token == nil then redis.call('DEL', B .. ':slots:' .. id) end
+    return n
 end
 
 -- A job's stored step (a table of the fields the key layout names), or nil.
@@ -242,8 +313,10 @@ local function move(id, from, to, row, now)
         unplace(id, row.queue, row.name)
     elseif from == 'running' then
         redis.call('ZREM', B .. ':running', id)
+        slots_free(id, nil)  -- limits: the run's concurrency slots go with it
     elseif FINISHED[from] then
         redis.call('ZREM', B .. ':done:' .. from .. ':' .. row.name, id)
+        redis.call('ZREM', B .. ':finished:' .. from, id)
     end
     local field = row.key and live_field(row.name, row.key)
     local was_live, is_live = LIVE[from] or false, (to and LIVE[to]) or false
@@ -265,7 +338,9 @@ local function move(id, from, to, row, now)
     elseif to == 'running' then
         redis.call('ZADD', B .. ':running', row.lease_expires_at, id)
     else
+        -- every move to a finished state writes finished_at = now
         redis.call('ZADD', B .. ':done:' .. to .. ':' .. row.name, row.created_at, id)
+        redis.call('ZADD', B .. ':finished:' .. to, now, id)
     end
 end
 

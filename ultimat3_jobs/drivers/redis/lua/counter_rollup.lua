@@ -2,7 +2,7 @@
 -- hour's row, deleting them in the same script (a bucket counts in one period only).
 -- KEYS[1]  the store's base key (see the key layout in _lib.lua)
 -- ARGV     keep_seconds
--- Writes B:counters:minute, B:counters:hour.
+-- Writes B:counters:minute, B:counters:hour, B:counter_rows:minute, B:counter_rows:hour.
 -- Answers how many minute rows (job name and bucket) were folded.
 local now = now_us()
 local cutoff = now - math.floor(tonumber(ARGV[1]) * 1000000 + 0.5)
@@ -17,7 +17,9 @@ for i = 1, #fields, 2 do
         redis.call('HINCRBY', B .. ':counters:hour', fmt(hour) .. '\t' .. outcome .. '\t' .. name,
             tonumber(fields[i + 1]))
         redis.call('HDEL', B .. ':counters:minute', fields[i])
+        redis.call('ZADD', B .. ':counter_rows:hour', hour, fmt(hour) .. '\t' .. name)
         local row = bucket .. '\t' .. name
+        redis.call('ZREM', B .. ':counter_rows:minute', row)
         if not folded[row] then
             folded[row] = true
             rows = rows + 1
