@@ -202,3 +202,37 @@ def _declare_import() -> None:
 
 
 _declare_import()
+# -- a purge beside a drain (tests/process/test_purge_drain.py) -------------------------------
+
+DRAIN = "process.drain"
+PURGE = "process.purge"
+PURGE_QUEUE = "purge"
+
+
+@job(name=DRAIN, tenant="none", retry=Retry(attempts=3))
+def drain(ctx: Any, *, n: int) -> int:
+    """A job of the drain that runs beside the purge: one Effect row per run."""
+    from tests.testapp.models import Effect
+
+    Effect.objects.create(
+        job_id=ctx.job_id, attempt=ctx.attempt, worker_pid=os.getpid(), label="drain"
+    )
+    return n
+
+
+def _declare_purge() -> None:
+    from ultimat3_jobs.factories import finished_jobs, purge
+
+    retention = float(os.environ.get("ULTIMAT3_PURGE_RETENTION", "3600"))
+    purge(
+        PURGE,
+        [
+            finished_jobs(state, retention=retention)
+            for state in ("completed", "failed", "cancelled")
+        ],
+        queue=PURGE_QUEUE,
+        batch_size=int(os.environ.get("ULTIMAT3_PURGE_BATCH", "1000")),
+    )
+
+
+_declare_purge()
