@@ -8,7 +8,9 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 
+from tests.operator.test_metrics import parse, value
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.factories import backfill, inspect_backfills
 from ultimat3_jobs.models import Backfill
@@ -137,3 +139,19 @@ def test_the_queues_page_shows_each_targets_retention_setting(role_client, jobs_
     assert cells["outbox"] == "outbox OUTBOX_RETENTION_SECONDS 1d"
     assert cells["webhooks"] == "webhooks RETENTION_WEBHOOKS_SECONDS 30d"
     assert "*/15 * * * *" in html
+
+
+@pytest.mark.urls("tests.operator.urls")
+def test_the_metrics_show_each_backfill_from_the_same_read(client, jobs_driver):
+    done = run(jobs_driver, "tests.admin.bf_done", batches=2, rows=30)
+    assert jobs_driver.backfill_finish(run_id=done, status="completed")
+    run(jobs_driver, "tests.admin.bf_running", batches=1, rows=12)
+    _, series = parse(client.get(reverse("ultimat3_jobs:metrics")).content.decode())
+    views = {view.name: view for view in inspect_backfills()}
+    assert value(series, "backfill_pending", name="tests.admin.bf_done") == 0
+    assert value(series, "backfill_pending", name="tests.admin.bf_pending") == 1
+    assert value(series, "backfill_pending", name="tests.admin.bf_elsewhere") == 0
+    assert value(series, "backfill_rows", name="tests.admin.bf_done", state="completed") == 60
+    assert value(series, "backfill_rows", name="tests.admin.bf_running", state="running") == 12
+    for name, view in views.items():
+        assert value(series, "backfill_pending", name=name) == (1 if view.pending else 0)
