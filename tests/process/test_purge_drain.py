@@ -3,7 +3,8 @@ queue beside it (real ``jobs_worker`` processes, one per queue). Every old finis
 deleted; no live job is touched: the drain's jobs all run and complete, jobs queued for later
 keep their rows as they were, and jobs finished inside the retention stay. The default run
 holds 20,000 old finished jobs (``ULTIMAT3_PURGE_DRAIN_ROWS``); ``-m slow`` holds 1,000,000
-(``ULTIMAT3_PURGE_DRAIN_ROWS_SLOW`` overrides it)."""
+beside a drain of 20,000 (``ULTIMAT3_PURGE_DRAIN_ROWS_SLOW`` and
+``ULTIMAT3_PURGE_DRAIN_JOBS_SLOW`` override them)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,11 @@ def _purge_beside_a_drain(workers: Workers, monkeypatch, *, rows: int, drained: 
     }
     monkeypatch.setenv("ULTIMAT3_PURGE_RETENTION", "3600")
     monkeypatch.setenv("ULTIMAT3_PURGE_BATCH", "1000")
-    drain_ids = enqueue(DRAIN, [{"n": n} for n in range(drained)], queue="drain")
+    drain_ids = enqueue(DRAIN, [{"n": n, "pause": 0.01} for n in range(drained)], queue="drain")
+    # The purge's worker is up and claiming before the drain starts, so the pass begins as soon
+    # as it is enqueued, while the drain (each job pausing a little) is under way.
+    purger = workers.start("purger", queues=PURGE_QUEUE, concurrency=1)
+    workers.wait_registered(purger, timeout=120)
     drainer = workers.start("drainer", queues="drain", concurrency=4)
     workers.wait(
         lambda: Job.objects.filter(id__in=drain_ids, state="completed").exists(),
@@ -70,7 +75,6 @@ def _purge_beside_a_drain(workers: Workers, monkeypatch, *, rows: int, drained: 
         what="the drain under way",
     )
     [purge_id] = enqueue(PURGE, [{}], queue=PURGE_QUEUE)
-    purger = workers.start("purger", queues=PURGE_QUEUE, concurrency=1)
     workers.wait(lambda: settled([purge_id]), timeout=900, what="the purge pass settled")
     # The drain was still running beside the purge when the purge ended.
     left_to_drain = Job.objects.filter(id__in=drain_ids, state__in=("queued", "running")).count()
@@ -122,4 +126,5 @@ def test_a_purge_beside_a_drain_touches_no_live_job(workers: Workers, monkeypatc
 @pytest.mark.slow
 def test_a_purge_of_1_000_000_finished_jobs_beside_a_drain(workers: Workers, monkeypatch) -> None:
     rows = int(os.environ.get("ULTIMAT3_PURGE_DRAIN_ROWS_SLOW", "1000000"))
-    _purge_beside_a_drain(workers, monkeypatch, rows=rows, drained=20000)
+    drained = int(os.environ.get("ULTIMAT3_PURGE_DRAIN_JOBS_SLOW", "20000"))
+    _purge_beside_a_drain(workers, monkeypatch, rows=rows, drained=drained)

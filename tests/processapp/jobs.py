@@ -210,13 +210,14 @@ PURGE_QUEUE = "purge"
 
 
 @job(name=DRAIN, tenant="none", retry=Retry(attempts=3))
-def drain(ctx: Any, *, n: int) -> int:
-    """A job of the drain that runs beside the purge: one Effect row per run."""
+def drain(ctx: Any, *, n: int, pause: float = 0.0) -> int:
+    """A job of the drain that runs beside the purge: one Effect row per run, then a pause."""
     from tests.testapp.models import Effect
 
     Effect.objects.create(
         job_id=ctx.job_id, attempt=ctx.attempt, worker_pid=os.getpid(), label="drain"
     )
+    time.sleep(pause)
     return n
 
 
