@@ -1,13 +1,17 @@
 """The benchmark's own jobs: ``bench.stamp`` tells the side-by-side run when its body started;
-``bench.steps`` and ``bench.capped`` are the steps and limits phases' jobs."""
+``bench.steps``, ``bench.capped``, ``bench.backfill`` and ``bench.purge`` are the steps,
+limits and factories phases' jobs."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from django.db.models import F
+
 from bench.peers.common import send_stamp
 from ultimat3_jobs import job
+from ultimat3_jobs.factories import backfill, finished_jobs, purge
 
 
 @job(name="bench.stamp", tenant="none")
@@ -30,3 +34,40 @@ def steps(ctx: Any, steps: int) -> None:
 @job(name="bench.capped", tenant="none", concurrency=64)
 def capped(ctx: Any) -> None:
     """A no-op job under a fleet-wide cap of 64 runs: the limits phase's job."""
+
+
+# -- the factories' phases (bench/factories.py) ------------------------------------------------
+
+BACKFILL = "bench.backfill"
+PURGE = "bench.purge"
+PURGE_QUEUE = "purge"
+
+
+def _mark(rows: list[Any]) -> None:
+    """The same statement as the plain loop's: one ``UPDATE ... WHERE id BETWEEN`` per batch."""
+    from tests.testapp.models import SweepRow
+
+    SweepRow.objects.filter(pk__gte=rows[0].pk, pk__lte=rows[-1].pk).update(
+        handled=F("handled") + 1, done=True
+    )
+
+
+def _declare() -> None:
+    from tests.testapp.models import SweepRow
+
+    backfill(
+        BACKFILL,
+        queryset=SweepRow.objects.all(),
+        handle=_mark,
+        batch_size=1000,
+        count=SweepRow.objects.filter(done=False),
+    )
+    purge(
+        PURGE,
+        [finished_jobs(state, retention=3600) for state in ("completed", "failed", "cancelled")],
+        queue=PURGE_QUEUE,
+        batch_size=1000,
+    )
+
+
+_declare()

@@ -43,6 +43,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from bench.factories import phase_backfill, phase_purge
 from bench.limits import phase_limits
 from bench.peers.driver import run_side_by_side
 from bench.peers.redis_run import END as REDIS_END
@@ -78,6 +79,8 @@ PHASES = (
     "scale",
     "steps",
     "limits",
+    "backfill",
+    "purge",
     "latency",
     "idle",
     "rss",
@@ -112,6 +115,9 @@ class Scale:
     scale_backlog: int = 20_000
     scale_large_backlog: int = 1_000_000
     steps_jobs: int = 4_000
+    backfill_rows: int = 200_000
+    purge_rows: int = 1_000_000
+    purge_drain_jobs: int = 20_000
 
 
 FULL = Scale()
@@ -130,6 +136,9 @@ QUICK = replace(
     scale_backlog=2_000,
     scale_large_backlog=100_000,
     steps_jobs=400,
+    backfill_rows=20_000,
+    purge_rows=100_000,
+    purge_drain_jobs=2_000,
 )
 
 
@@ -360,6 +369,8 @@ class Bench:
             "scale": lambda: phase_scale(self),
             "steps": lambda: phase_steps(self),
             "limits": lambda: phase_limits(self),
+            "backfill": lambda: phase_backfill(self),
+            "purge": lambda: phase_purge(self),
             "latency": self.phase_latency,
             "idle": self.phase_idle,
             "rss": self.phase_rss,
@@ -911,6 +922,18 @@ The `steps` phase drains jobs of one no-op durable step (`bench.steps`, `ctx.ste
 jobs of five, the same number of each: the second drain's extra transactions and worker CPU,
 divided by the four extra steps per job it ran, are the cost of one executed step; steps/s is
 every step the second drain stored over its span.
+
+The `backfill` phase sweeps a table of 200,000 rows with a backfill (`bench.backfill`: batches
+of 1,000, each one durable step that stores its cursor and count, and one ledger write) and
+times its run by the database's clock; then it runs a plain loop of `UPDATE ... WHERE id BETWEEN`
+over the same rows, in the same batches, with the same update, from one session. The figure to
+read is the backfill's rows/s as a share of the plain loop's: what the cursor, the steps and the
+ledger cost.
+
+The `purge` phase drains 20,000 no-op jobs on a table that also holds 1,000,000 jobs finished
+two hours ago, once alone, then again while a purge of those finished jobs (`bench.purge`,
+retention one hour, batches of 1,000) runs in a worker of its own beside the drain: the drain's
+throughput with and without the purge, and the purge's rows deleted per second.
 
 RSS is `VmRSS` of the single worker process, idle after start-up and idle again after the
 drain; the peak is its `VmHWM`.

@@ -82,6 +82,7 @@ RETENTION_FAILED_SECONDS_DEFAULT: float | None = 30 * 86400.0
 RETENTION_CANCELLED_SECONDS_DEFAULT: float | None = 7 * 86400.0
 RETENTION_EVENTS_SECONDS_DEFAULT: float | None = 0.0
 RETENTION_COUNTERS_SECONDS_DEFAULT: float | None = 90 * 86400.0
+RETENTION_WEBHOOKS_SECONDS_DEFAULT: float | None = 30 * 86400.0
 PURGE_CRON_DEFAULT: str | None = "*/15 * * * *"
 PURGE_BATCH_SIZE_DEFAULT = 1000
 ENVIRONMENT_DEFAULT = ""
@@ -133,6 +134,7 @@ class Settings:
     retention_cancelled_seconds: float | None = RETENTION_CANCELLED_SECONDS_DEFAULT
     retention_events_seconds: float | None = RETENTION_EVENTS_SECONDS_DEFAULT
     retention_counters_seconds: float | None = RETENTION_COUNTERS_SECONDS_DEFAULT
+    retention_webhooks_seconds: float | None = RETENTION_WEBHOOKS_SECONDS_DEFAULT
     purge_cron: str | None = PURGE_CRON_DEFAULT
     purge_batch_size: int = PURGE_BATCH_SIZE_DEFAULT
     environment: str = ENVIRONMENT_DEFAULT
@@ -212,6 +214,8 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("PURGE_BATCH_SIZE", "ultimat3_jobs.E096", number(minimum=1, maximum=10_000, integer=True)),
     # Where this process runs, as the backfills' environments name it ("" when unnamed).
     ("ENVIRONMENT", "ultimat3_jobs.E097", _environment),
+    # The purge's webhooks target: how long the webhook delivery ledger's rows are kept.
+    ("RETENTION_WEBHOOKS_SECONDS", "ultimat3_jobs.E098", or_none(_RETENTION)),
 )
 FLOAT_KEYS = (
     "visibility_timeout_seconds",
@@ -242,6 +246,7 @@ OPTIONAL_FLOAT_KEYS = (
     "retention_cancelled_seconds",
     "retention_events_seconds",
     "retention_counters_seconds",
+    "retention_webhooks_seconds",
 )
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -29,6 +30,9 @@ from ultimat3_jobs.factories.retention import DEFAULT_PURGE_NAME
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import Job, JobCounter, JobStep, OutboxEntry
 from ultimat3_jobs.testing import run_enqueued
+from ultimat3_jobs.webhooks.ledger import add_endpoint
+from ultimat3_jobs.webhooks.retention import webhook_deliveries
+from ultimat3_jobs.webhooks.tables import WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 
@@ -154,7 +158,7 @@ def test_the_default_purge_is_a_cron_job_over_every_built_in_target() -> None:
     schedule = handle.definition.schedule
     assert schedule is not None and (schedule.cron, schedule.tz) == ("*/15 * * * *", "UTC")
     declared = purge_declaration(DEFAULT_PURGE_NAME)
-    assert [t.name for t in declared.targets] == [t.name for t in default_targets()]
+    assert [t.name for t in declared.targets] == [t.name for t in default_targets()] + ["webhooks"]
     assert [t.name for t in declared.targets] == [
         "jobs.completed",
         "jobs.failed",
@@ -162,6 +166,7 @@ def test_the_default_purge_is_a_cron_job_over_every_built_in_target() -> None:
         "outbox",
         "events",
         "counters",
+        "webhooks",
     ]
 
 
@@ -170,6 +175,9 @@ def test_the_default_retentions_come_from_the_settings(settings) -> None:
     assert targets["jobs.completed"].retention() == 7 * 86400
     assert targets["jobs.failed"].retention() == 30 * 86400
     assert targets["outbox"].retention() == 86400
+    assert webhook_deliveries().retention() == 30 * 86400
+    settings.ULTIMAT3_JOBS = {**settings.ULTIMAT3_JOBS, "RETENTION_WEBHOOKS_SECONDS": None}
+    assert webhook_deliveries().retention() is None
     settings.ULTIMAT3_JOBS = {**settings.ULTIMAT3_JOBS, "RETENTION_COMPLETED_SECONDS": 60}
     assert targets["jobs.completed"].retention() == 60.0
 
@@ -210,3 +218,27 @@ def test_jobs_purge_enqueues_a_pass_and_refuses_an_unknown_name() -> None:
     assert Job.objects.filter(name=sweep.name, state="queued").count() == 1
     with pytest.raises(CommandError, match="no purge is declared under 'nope'"):
         call_command("jobs", "purge", "nope", "--dry-run")
+
+
+def test_the_webhooks_target_deletes_ledger_rows_past_their_retention_in_batches() -> None:
+    endpoint = add_endpoint("tests-purge-hooks", "https://hooks.example.com/in")
+    made = WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(
+            endpoint=endpoint,
+            job_id=uuid.uuid4(),
+            event_id=f"e{n}",
+            event_type="t",
+            attempt=1,
+            status="succeeded",
+        )
+        for n in range(7)
+    )
+    young = made[-1].pk
+    WebhookDelivery.objects.exclude(pk=young).update(created_at=ago(3))
+    hooks = purge("tests.factories.hooks", [webhook_deliveries(retention=HOUR)], batch_size=2)
+    rows = {row.target: row for row in plan(purge_declaration(hooks.name))}
+    assert rows["webhooks"].rows == 6
+    result = hooks.enqueue()
+    run_enqueued()
+    assert Job.objects.get(id=result.id).result == {"webhooks": 6}
+    assert list(WebhookDelivery.objects.values_list("pk", flat=True)) == [young]

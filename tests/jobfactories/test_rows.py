@@ -5,13 +5,14 @@ an export then an import round-trips a table."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
 
-from tests.testapp.models import SweepRow
+from tests.testapp.models import Effect, SweepRow
 from ultimat3_jobs.errors import ImportInvalid, ImportRecordInvalid, StorageUnknown
 from ultimat3_jobs.factories import export_rows, import_rows
 from ultimat3_jobs.models import Job, JobStep
@@ -37,40 +38,126 @@ def result_of(handle) -> dict:
     return Job.objects.get(id=queued.id).result
 
 
-def test_export_then_import_round_trips_a_table(storage: FileSystemStorage) -> None:
-    SweepRow.objects.bulk_create([SweepRow(handled=n % 7, done=bool(n % 2)) for n in range(1, 251)])
+ROUND_TRIP_ROWS = 10_000
+
+
+def test_export_then_import_round_trips_a_10000_row_table_exactly(
+    storage: FileSystemStorage,
+) -> None:
+    SweepRow.objects.bulk_create(
+        [SweepRow(handled=n % 7, done=bool(n % 2)) for n in range(1, ROUND_TRIP_ROWS + 1)]
+    )
+    original = list(SweepRow.objects.order_by("id").values("id", "handled", "done"))
     exported = result_of(
         export_rows(
             "tests.rows.export",
             queryset=SweepRow.objects.all(),
             storage=storage,
-            page_rows=100,
+            page_rows=3000,
             fields=["id", "handled", "done"],
             prefix="dump",
         )
     )
     assert exported == {
-        "rows": 250,
-        "objects": ["dump/000000.jsonl", "dump/000001.jsonl", "dump/000002.jsonl"],
+        "rows": ROUND_TRIP_ROWS,
+        "objects": [f"dump/00000{n}.jsonl" for n in range(4)],
     }
     whole = b"".join(read(storage, path) for path in exported["objects"])
     storage.save("dump/all.jsonl", ContentFile(whole))
-    seen: list[dict] = []
+    SweepRow.objects.all().delete()
+
+    def load(records: list[dict]) -> None:
+        SweepRow.objects.bulk_create([SweepRow(**record) for record in records])
+
     imported = result_of(
         import_rows(
             "tests.rows.import",
             storage_path="dump/all.jsonl",
             storage=storage,
-            handle=seen.extend,
-            page_bytes=1000,
+            handle=load,
+            page_bytes=40_000,
             max_record_bytes=200,
         )
     )
-    assert imported == {"rows": 250, "handled": 250, "errors": [], "refused": 0}
-    original = list(SweepRow.objects.order_by("id").values("id", "handled", "done"))
-    assert seen == original
+    assert imported == {
+        "rows": ROUND_TRIP_ROWS,
+        "handled": ROUND_TRIP_ROWS,
+        "errors": [],
+        "refused": 0,
+    }
+    assert list(SweepRow.objects.order_by("id").values("id", "handled", "done")) == original
     pages = JobStep.objects.filter(job__name="tests.rows.import").count()
     assert pages > 5, "one step per page of at most page_bytes"
+
+
+def by_org(input: dict) -> str | None:
+    return input.get("org_id")
+
+
+def test_a_tenant_scoped_export_never_reads_another_tenants_rows(
+    storage: FileSystemStorage,
+) -> None:
+    job_id = uuid.uuid4()
+    labels = ["org-a" if n % 3 else "org-b" for n in range(50)]
+    Effect.objects.bulk_create(
+        [
+            Effect(job_id=job_id, attempt=1, worker_pid=n, label=label)
+            for n, label in enumerate(labels)
+        ]
+    )
+    dump = export_rows(
+        "tests.rows.tenant",
+        queryset=Effect.objects.all(),
+        storage=storage,
+        page_rows=7,
+        fields=["id", "label", "worker_pid"],
+        prefix="orgs",
+        tenant=by_org,
+        tenant_field="label",
+    )
+    for org in ("org-a", "org-b"):
+        queued = dump.enqueue(org_id=org)
+        summary = run_enqueued()
+        assert summary.completed == (queued.id,), summary.errors
+        result = Job.objects.get(id=queued.id).result
+        assert all(path.startswith(f"orgs/{org}/") for path in result["objects"])
+        seen = [
+            json.loads(line)
+            for path in result["objects"]
+            for line in read(storage, path).splitlines()
+        ]
+        expected = list(
+            Effect.objects.filter(label=org).order_by("id").values_list("id", flat=True)
+        )
+        assert [record["id"] for record in seen] == expected
+        assert {record["label"] for record in seen} == {org}
+        assert result["rows"] == labels.count(org)
+    # A run with no tenant reads nothing: it fails for good before its first page.
+    queued = dump.enqueue()
+    summary = run_enqueued()
+    assert "X_JOB_TENANT_MISMATCH" in summary.errors[queued.id].message
+    assert not JobStep.objects.filter(job_id=queued.id).exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "rule"),
+    [
+        ({"tenant": by_org}, "tenant_field must name a field of testapp.Effect"),
+        ({"tenant": by_org, "tenant_field": "org"}, "tenant_field must name a field"),
+        ({"tenant_field": "label"}, "tenant_field needs a tenant rule"),
+        ({"tenant": "org"}, 'tenant must be "none" or a callable'),
+    ],
+)
+def test_a_bad_tenant_scope_is_refused(storage, options, rule) -> None:
+    with pytest.raises(ImportInvalid, match=rule):
+        export_rows(
+            "tests.rows.badtenant",
+            queryset=Effect.objects.all(),
+            storage=storage,
+            page_rows=10,
+            fields=["id"],
+            **options,
+        )
 
 
 def test_a_replayed_export_page_overwrites_its_own_object(storage: FileSystemStorage) -> None:

@@ -17,6 +17,7 @@ from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.errors import JobOptionInvalid, OutboxNoTransaction
+from ultimat3_jobs.factories import published_outbox
 from ultimat3_jobs.models import Job, OutboxEntry
 from ultimat3_jobs.runtime.relay import Relay, RelayConfig
 
@@ -197,11 +198,18 @@ def test_a_later_transaction_committing_first_never_hides_an_earlier_one() -> No
 
 
 @pytest.mark.usefixtures("other_store")
-def test_published_rows_are_purged_after_the_retention() -> None:
+def test_the_relay_deletes_nothing_the_purges_outbox_target_deletes_published_rows() -> None:
     with transaction.atomic():
         staged = jobs.noop.enqueue()
-    with RunningRelay(retention_seconds=0, purge_interval=0.05):
-        wait_for(lambda: not OutboxEntry.objects.filter(id=staged.id).exists(), what="purged")
+    with RunningRelay() as relay:
+        wait_for(lambda: relay.published_count == 1, what="the staged row published")
+    kept = OutboxEntryFactory().id  # unpublished: never deleted
+    assert OutboxEntry.objects.filter(id=staged.id, published_at__isnull=False).exists()
+    target = published_outbox(retention=0)
+    cutoff = get_driver().clock_now()
+    assert target.count(cutoff, 10) == 1
+    assert target.delete(cutoff, 10) == 1
+    assert list(OutboxEntry.objects.values_list("id", flat=True)) == [kept]
     assert jobs_in_store(id=staged.id)
 
 

@@ -193,3 +193,96 @@ def _dawdle_after_each_erased_page() -> None:
 if os.environ.get("ULTIMAT3_SUBJECT_ERASE_WORKER") == "1":
     declare_subject_tables()
     _dawdle_after_each_erased_page()
+
+
+# -- an import under SIGKILL (tests/process/test_import_kills.py) -----------------------------
+
+IMPORT = "process.import"
+IMPORT_JOB_ID = "00000000-0000-4000-8000-00000000f11e"
+"""The ``job_id`` of every Effect row the import writes (one row per handled record)."""
+
+
+def _load(records: list[Any]) -> None:
+    """One Effect row per record (its label the record's number), between two pauses: a kill
+    in the first loses the page, a kill in the second makes its replay handle it again."""
+    from tests.testapp.models import Effect
+
+    pause = float(os.environ.get("ULTIMAT3_IMPORT_PAUSE", "0.2"))
+    time.sleep(pause / 2)
+    Effect.objects.bulk_create(
+        [
+            Effect(job_id=IMPORT_JOB_ID, attempt=0, worker_pid=os.getpid(), label=str(r["n"]))
+            for r in records
+        ],
+        batch_size=2000,
+    )
+    time.sleep(pause / 2)
+
+
+def _parse_record(record: dict[str, Any]) -> dict[str, Any]:
+    from ultimat3_jobs.errors import ImportRecordInvalid
+
+    if not isinstance(record.get("n"), int):
+        raise ImportRecordInvalid(field="n", rule="must be an integer")
+    return record
+
+
+def _declare_import() -> None:
+    import tempfile
+
+    from django.core.files.storage import FileSystemStorage
+
+    from ultimat3_jobs.factories import import_rows
+
+    import_rows(
+        IMPORT,
+        storage_path="in.jsonl",
+        storage=FileSystemStorage(
+            location=os.environ.get("ULTIMAT3_IMPORT_DIR", tempfile.gettempdir())
+        ),
+        handle=_load,
+        parse=_parse_record,
+        page_bytes=int(os.environ.get("ULTIMAT3_IMPORT_PAGE_BYTES", "65536")),
+        max_record_bytes=4096,
+        error_budget=3,
+    )
+
+
+_declare_import()
+
+
+# -- a purge beside a drain (tests/process/test_purge_drain.py) -------------------------------
+
+DRAIN = "process.drain"
+PURGE = "process.purge"
+PURGE_QUEUE = "purge"
+
+
+@job(name=DRAIN, tenant="none", retry=Retry(attempts=3))
+def drain(ctx: Any, *, n: int, pause: float = 0.0) -> int:
+    """A job of the drain that runs beside the purge: one Effect row per run, then a pause."""
+    from tests.testapp.models import Effect
+
+    Effect.objects.create(
+        job_id=ctx.job_id, attempt=ctx.attempt, worker_pid=os.getpid(), label="drain"
+    )
+    time.sleep(pause)
+    return n
+
+
+def _declare_purge() -> None:
+    from ultimat3_jobs.factories import finished_jobs, purge
+
+    retention = float(os.environ.get("ULTIMAT3_PURGE_RETENTION", "3600"))
+    purge(
+        PURGE,
+        [
+            finished_jobs(state, retention=retention)
+            for state in ("completed", "failed", "cancelled")
+        ],
+        queue=PURGE_QUEUE,
+        batch_size=int(os.environ.get("ULTIMAT3_PURGE_BATCH", "1000")),
+    )
+
+
+_declare_purge()

@@ -69,6 +69,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("PURGE_CRON", "every hour", "ultimat3_jobs.E095", "a cron expression of 5 fields"),
     ("PURGE_BATCH_SIZE", 0, "ultimat3_jobs.E096", "an integer from 1 to 10000"),
     ("ENVIRONMENT", "prod west", "ultimat3_jobs.E097", "letters, digits and _ . : -"),
+    ("RETENTION_WEBHOOKS_SECONDS", -1, "ultimat3_jobs.E098", "must be None or a finite number"),
 ]
 
 

@@ -31,7 +31,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 
-from ultimat3_jobs.admin import dashboard, job_page, queues
+from ultimat3_jobs.admin import backfills, dashboard, job_page, queues
 from ultimat3_jobs.admin.changelist import JobChangeList, JobListColumns
 from ultimat3_jobs.admin.driver_jobs import job_from_record, job_rows
 from ultimat3_jobs.admin.job_actions import JOB_PAGE_ACTIONS, RETURN_TO_JOB, JobActions
@@ -279,7 +279,7 @@ class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[ty
         ]
         return job_page.fitting_buttons(buttons, driver=get_driver(), name=name)
 
-    # -- URLs: the queues page and the dashboard live under the jobs ------------------------
+    # -- URLs: the queues page, the dashboard and the backfills live under the jobs -----
 
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name
@@ -294,6 +294,11 @@ class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[ty
                 self.admin_site.admin_view(self.dashboard_view),
                 name="{}_{}_dashboard".format(*info),
             ),
+            path(
+                "backfills/",
+                self.admin_site.admin_view(self.backfills_view),
+                name="{}_{}_backfills".format(*info),
+            ),
         ]
         return custom + list(super().get_urls())
 
@@ -302,3 +307,6 @@ class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[ty
 
     def dashboard_view(self, request: HttpRequest) -> HttpResponse:
         return dashboard.dashboard_view(self, request)
+
+    def backfills_view(self, request: HttpRequest) -> HttpResponse:
+        return backfills.backfills_view(self, request)

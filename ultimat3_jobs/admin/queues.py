@@ -1,5 +1,5 @@
 """The queues page: depth per queue and state, the oldest ready job's age, and the pauses, with
-pause and resume buttons.
+pause and resume buttons; and the retention the default purge applies to each of its targets.
 
 Layer: surface. Reads ``queue_stats`` and ``pause_list`` (two reads; see their costs on
 :class:`~ultimat3_jobs.drivers.base.JobDriver`) and shapes them with
@@ -19,8 +19,11 @@ from django.template.response import TemplateResponse
 
 from ultimat3_jobs.admin.display import queue_rows
 from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, author, can_watch, has
+from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
-from ultimat3_jobs.errors import JobsError
+from ultimat3_jobs.errors import JobDeclarationInvalid, JobsError
+from ultimat3_jobs.factories.purge import purge_declaration, retention_text
+from ultimat3_jobs.factories.retention import DEFAULT_PURGE_NAME
 from ultimat3_jobs.operator import introspection, verbs
 from ultimat3_jobs.types import PAUSE_SCOPES
 
@@ -31,6 +34,28 @@ TARGET_MAX_LENGTH = 200
 """The longest queue, job or task name a pause can hold (``x_job_pauses.target``)."""
 
 OPERATIONS = ("pause", "resume")
+
+
+def retention_rows() -> list[dict[str, Any]]:
+    """Each target of the default purge: its name, the setting its retention is read from, and
+    how long its rows are kept now (read from the settings, as the next pass will). Empty when
+    ``PURGE_CRON`` is ``None`` (no default purge is declared)."""
+    try:
+        declaration = purge_declaration(DEFAULT_PURGE_NAME)
+    except JobDeclarationInvalid:
+        return []
+    rows = []
+    for target in declaration.targets:
+        seconds = target.retention()
+        rows.append(
+            {
+                "target": target.name,
+                "setting": target.setting or "-",
+                "seconds": seconds,
+                "kept": retention_text(seconds),
+            }
+        )
+    return rows
 
 
 def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
@@ -56,6 +81,10 @@ def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRespo
         "scopes": PAUSE_SCOPES,
         "can_pause": has(request.user, PAUSE_QUEUE),
         "target_max_length": TARGET_MAX_LENGTH,
+        "retention": retention_rows(),
+        "purge_name": DEFAULT_PURGE_NAME,
+        "purge_cron": get_settings().purge_cron,
+        "purge_batch_size": get_settings().purge_batch_size,
     }
     return TemplateResponse(request, "ultimat3_jobs/admin/queues.html", context)
 

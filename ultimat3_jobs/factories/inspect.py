@@ -21,7 +21,8 @@ class BackfillView:
     """One declared backfill in one environment. ``state`` is ``completed`` once any run
     completed, else its newest run's status, else ``pending``; ``pending`` says whether the
     deploy gate waits on it (it applies here and is not completed); ``blocked_by`` lists the
-    ``requires`` not yet completed; ``run`` is the completed run, else the newest."""
+    ``requires`` not yet completed; ``run`` is the completed run, else the newest; ``history``
+    every recorded run, newest first (``runs`` of them)."""
 
     name: str
     scope: str
@@ -33,6 +34,7 @@ class BackfillView:
     blocked_by: tuple[str, ...]
     run: BackfillRun | None
     runs: int
+    history: tuple[BackfillRun, ...] = ()
 
 
 def inspect_backfills(*, environment: str | None = None) -> list[BackfillView]:
@@ -68,6 +70,7 @@ def inspect_backfills(*, environment: str | None = None) -> list[BackfillView]:
                 ),
                 run=done or newest,
                 runs=len(found),
+                history=tuple(found),
             )
         )
     return views

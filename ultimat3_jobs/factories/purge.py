@@ -44,12 +44,15 @@ class PurgeTarget:
     ``retention()`` answers, when a pass starts, how many seconds rows are kept (``None``: kept
     for ever, the target is skipped); ``delete(cutoff, limit)`` deletes at most ``limit`` rows
     older than ``cutoff`` and answers how many; ``count(cutoff, cap)`` answers how many it would
-    delete, counted up to ``cap`` (for ``jobs purge --dry-run``)."""
+    delete, counted up to ``cap`` (for ``jobs purge --dry-run``). ``setting`` names the
+    ``ULTIMAT3_JOBS`` key the retention is read from (the admin's queues page shows it), ``""``
+    when the retention is given in code."""
 
     name: str
     retention: Callable[[], float | None]
     delete: Callable[[datetime, int], int]
     count: Callable[[datetime, int], int]
+    setting: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +195,15 @@ def _sweep(
         if deleted < batch or cancelled.is_set():
             break
     return total
+
+
+def retention_text(seconds: float | None) -> str:
+    """A retention as an operator reads it: ``7d``, ``3600s``, or ``kept`` (for ever)."""
+    if seconds is None:
+        return "kept"
+    if seconds >= 86400 and seconds % 86400 == 0:
+        return f"{int(seconds // 86400)}d"
+    return f"{seconds:g}s"
 
 
 def plan(declaration: PurgeDeclaration) -> list[PurgePlan]:

@@ -15,7 +15,9 @@ target                    rows                              retention setting
 ``counters``              settle counters, by bucket        ``RETENTION_COUNTERS_SECONDS``
 ========================  ================================  =================================
 
-A job's steps go with the job (``on delete cascade``). ``None`` keeps rows for ever.
+A job's steps go with the job (``on delete cascade``). ``None`` keeps rows for ever. The webhook
+delivery ledger's target, ``webhooks`` (``RETENTION_WEBHOOKS_SECONDS``), lives with its table in
+:mod:`ultimat3_jobs.webhooks.retention`; the default purge sweeps it last.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ def _setting(
     return lambda: read(get_settings())
 
 
+def _key(attribute: str, given: float | None) -> str:
+    """The setting a target's retention is read from, ``""`` when given in code."""
+    return "" if given is not None else attribute.upper()
+
+
 def finished_jobs(state: JobState | str, *, retention: float | None = None) -> PurgeTarget:
     """Jobs finished in ``state`` (``completed``, ``failed`` or ``cancelled``) longer ago than
     ``retention`` seconds (else the state's ``RETENTION_*_SECONDS``), with their steps."""
@@ -57,6 +64,7 @@ def finished_jobs(state: JobState | str, *, retention: float | None = None) -> P
         retention=_setting(lambda s: getattr(s, key), retention),
         delete=delete,
         count=count,
+        setting=_key(key, retention),
     )
 
 
@@ -76,6 +84,7 @@ def published_outbox(*, retention: float | None = None) -> PurgeTarget:
         retention=_setting(lambda s: s.outbox_retention_seconds, retention),
         delete=delete,
         count=count,
+        setting=_key("outbox_retention_seconds", retention),
     )
 
 
@@ -93,6 +102,7 @@ def expired_events(*, retention: float | None = None) -> PurgeTarget:
         retention=_setting(lambda s: s.retention_events_seconds, retention),
         delete=delete,
         count=count,
+        setting=_key("retention_events_seconds", retention),
     )
 
 
@@ -111,11 +121,13 @@ def old_counters(*, retention: float | None = None) -> PurgeTarget:
         retention=_setting(lambda s: s.retention_counters_seconds, retention),
         delete=delete,
         count=count,
+        setting=_key("retention_counters_seconds", retention),
     )
 
 
 def default_targets() -> list[PurgeTarget]:
-    """Every built-in target, each on its setting."""
+    """Every built-in target of the job store, each on its setting (the default purge adds the
+    webhook ledger's, :func:`ultimat3_jobs.webhooks.retention.webhook_deliveries`)."""
     return [
         finished_jobs(JobState.COMPLETED),
         finished_jobs(JobState.FAILED),

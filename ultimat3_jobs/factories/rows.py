@@ -25,12 +25,14 @@ from ultimat3_jobs.errors import (
     ImportErrorsExceeded,
     ImportInvalid,
     ImportRecordInvalid,
+    JobTenantMismatch,
     StorageUnknown,
     Terminal,
 )
 from ultimat3_jobs.factories.sources import cursor_of
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, job
+from ultimat3_jobs.model.job_definition import TenantRule
 
 FORMATS = ("jsonl", "csv")
 PAGE_ROWS_MAX = 100_000
@@ -58,13 +60,50 @@ def _storage(kind: str, name: str, storage: Storage | str) -> Callable[[], Stora
     return find
 
 
-def _check(kind: str, name: str, format: str, tenant: str) -> None:
+def _check(kind: str, name: str, format: str) -> None:
     if format not in FORMATS:
         raise ImportInvalid(
             f"{kind} {name!r}: format must be one of {', '.join(FORMATS)}; got {format!r}"
         )
-    if tenant != "none":
-        raise ImportInvalid(f'{kind} {name!r}: tenant must be "none"; got {tenant!r}')
+
+
+def _export_tenant(name: str, queryset: Any, tenant: Any, tenant_field: str | None) -> None:
+    """``tenant="none"`` exports the whole queryset (no ``tenant_field``); a tenant rule (a
+    callable of the input) needs ``tenant_field``, a field of the queryset's model."""
+    if tenant == "none":
+        if tenant_field is not None:
+            raise ImportInvalid(
+                f'export_rows {name!r}: tenant_field needs a tenant rule, not tenant="none"; '
+                f"got {tenant_field!r}"
+            )
+        return
+    if not callable(tenant):
+        raise ImportInvalid(
+            f'export_rows {name!r}: tenant must be "none" or a callable of the input; '
+            f"got {tenant!r}"
+        )
+    fields = {f.name for f in queryset.model._meta.get_fields()} | {
+        getattr(f, "attname", f.name) for f in queryset.model._meta.get_fields()
+    }
+    if not isinstance(tenant_field, str) or tenant_field not in fields:
+        raise ImportInvalid(
+            f"export_rows {name!r}: tenant_field must name a field of "
+            f"{queryset.model._meta.label} holding the tenant; got {tenant_field!r}"
+        )
+
+
+def _tenant_rows(name: str, queryset: Any, tenant_field: str | None, tenant_id: Any) -> Any:
+    """The rows one run may read: all of them without a tenant rule; else only the run's
+    tenant's (the tenant the worker installed from the job's own row). A scoped run without a
+    tenant reads nothing and fails for good."""
+    if tenant_field is None:
+        return queryset
+    if tenant_id is None:
+        raise JobTenantMismatch(
+            f"export_rows {name!r} is tenant-scoped but this run has no tenant: its input must "
+            "name one"
+        )
+    return queryset.filter(**{tenant_field: tenant_id})
 
 
 def export_rows(
@@ -76,13 +115,17 @@ def export_rows(
     fields: list[str],
     prefix: str | None = None,
     format: str = "jsonl",
-    tenant: str = "none",
+    tenant: TenantRule = "none",
+    tenant_field: str | None = None,
     queue: str | None = None,
 ) -> JobHandle:
     """Declare an export of ``queryset``'s ``fields`` (read by primary key), ``page_rows`` rows
     per object ``<prefix>/<page index>.<format>`` in ``storage`` (an alias of
-    ``settings.STORAGES`` or a Storage)."""
-    _check("export_rows", name, format, tenant)
+    ``settings.STORAGES`` or a Storage). ``tenant="none"`` exports every row; a tenant rule
+    (``tenant=lambda input: input["org_id"]``) with ``tenant_field="org_id"`` makes each run
+    read only the rows of the tenant it runs for, into ``<prefix>/<tenant>/<page index>``."""
+    _check("export_rows", name, format)
+    _export_tenant(name, queryset, tenant, tenant_field)
     if (
         isinstance(page_rows, bool)
         or not isinstance(page_rows, int)
@@ -98,10 +141,12 @@ def export_rows(
     folder = prefix if prefix is not None else name
     ordered = queryset.order_by("pk")
 
-    def page(index: int, cursor: Any) -> dict[str, Any]:
-        found = ordered if cursor is None else ordered.filter(pk__gt=cursor)
+    def page(index: int, cursor: Any, tenant_id: str | None) -> dict[str, Any]:
+        scoped = _tenant_rows(name, ordered, tenant_field, tenant_id)
+        found = scoped if cursor is None else scoped.filter(pk__gt=cursor)
         rows = list(found.values("pk", *fields)[:page_rows])
-        path = f"{folder}/{index:06d}.{format}"
+        where = folder if tenant_field is None else f"{folder}/{tenant_id}"
+        path = f"{where}/{index:06d}.{format}"
         target = store()
         if target.exists(path):
             target.delete(path)  # a replayed page overwrites its own object
@@ -111,18 +156,26 @@ def export_rows(
         following = cursor_of(rows[-1]["pk"]) if rows else cursor
         return {"path": path, "rows": len(rows), "cursor": following, "done": len(rows) < page_rows}
 
-    def body(ctx: JobContext) -> dict[str, Any]:
+    def body(ctx: JobContext, **input: Any) -> dict[str, Any]:
+        """The input only names the tenant (through the rule); the rows read are the tenant's
+        the worker installed, never one named elsewhere."""
         cursor, rows, paths = None, 0, []
+        _tenant_rows(name, ordered, tenant_field, ctx.tenant_id)  # refused before any read
         while True:
-            done = ctx.step.run(f"page:{len(paths)}", functools.partial(page, len(paths), cursor))
+            read = functools.partial(page, len(paths), cursor, ctx.tenant_id)
+            done = ctx.step.run(f"page:{len(paths)}", read)
             paths.append(done["path"])
             rows += done["rows"]
             cursor = done["cursor"]
             if done["done"]:
                 return {"rows": rows, "objects": paths}
 
-    body.__qualname__ = f"export_rows[{name}]"
-    return job(name=name, queue=queue, tenant="none")(body)
+    def whole(ctx: JobContext) -> dict[str, Any]:
+        return body(ctx)
+
+    run = whole if tenant_field is None else body
+    run.__qualname__ = f"export_rows[{name}]"
+    return job(name=name, queue=queue, tenant=tenant)(run)
 
 
 def _encode(rows: list[dict[str, Any]], fields: list[str], format: str) -> bytes:
@@ -154,7 +207,9 @@ def import_rows(
     ``parse(record)`` (optional) answers what ``handle`` gets, or raises
     :class:`~ultimat3_jobs.errors.ImportRecordInvalid` naming the field and the rule. More than
     ``error_budget`` refused records fail the run (``X_IMPORT_ERRORS_EXCEEDED``)."""
-    _check("import_rows", name, format, tenant)
+    _check("import_rows", name, format)
+    if tenant != "none":
+        raise ImportInvalid(f'import_rows {name!r}: tenant must be "none"; got {tenant!r}')
     for option, value in (("page_bytes", page_bytes), ("max_record_bytes", max_record_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ImportInvalid(

@@ -15,7 +15,7 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import BackfillCompleted, BackfillEnvironment
 from ultimat3_jobs.factories.backfill import backfill_declaration
 from ultimat3_jobs.factories.inspect import BackfillView, inspect_backfills
-from ultimat3_jobs.factories.purge import plan, purge_declaration
+from ultimat3_jobs.factories.purge import plan, purge_declaration, retention_text
 from ultimat3_jobs.factories.retention import DEFAULT_PURGE_NAME
 
 FACTORY_VERBS = ("purge", "backfill")
@@ -55,14 +55,6 @@ def add_factory_verbs(verbs_parser: Any) -> None:
         "--environment", metavar="E", help="The environment (default: ULTIMAT3_JOBS ENVIRONMENT)."
     )
     gate.add_argument("--json", action="store_true", help="One JSON document.")
-
-
-def _retention(seconds: float | None) -> str:
-    if seconds is None:
-        return "kept"
-    if seconds >= 86400 and seconds % 86400 == 0:
-        return f"{int(seconds // 86400)}d"
-    return f"{seconds:g}s"
 
 
 class FactoryVerbs:
@@ -137,7 +129,7 @@ class FactoryVerbs:
             cutoff = row.cutoff.isoformat(timespec="seconds") if row.cutoff else "-"
             count = f"{row.rows}+" if row.capped else str(row.rows)
             self.stdout.write(
-                f"{row.target:<18} {_retention(row.retention_seconds):>6}  {cutoff:<25} {count}"
+                f"{row.target:<18} {retention_text(row.retention_seconds):>6}  {cutoff:<25} {count}"
             )
 
 

@@ -32,12 +32,22 @@ Families:
     ``dropped``, ``refused``, ``cancelled``): the sum of every counter bucket, minute and hour.
     It falls only if counter rows are deleted, which Prometheus reads as a counter reset.
 
-A queue is known when it holds a job or a live worker claims from it.
+``ultimat3_jobs_backfill_pending{name}`` (gauge)
+    1 while a declared backfill is pending here (declared for this environment, not
+    completed: what ``manage.py jobs backfill --pending`` gates on), else 0.
+``ultimat3_jobs_backfill_rows{name,state}`` (gauge)
+    Rows swept by the backfill's run (its completed one, else its newest), under its state
+    (``pending``, ``running``, ``completed``, ``failed``).
+
+A queue is known when it holds a job or a live worker claims from it. The backfill families come
+from ``inspect_backfills()``, the one read behind the CLI and the admin's backfills page, which
+the metrics view passes in (one more read, only when a backfill is declared).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -122,6 +132,25 @@ def families(
     return [queue_depth, oldest_ready, dead_jobs, queue_demand, queue_workers, settled]
 
 
+def backfill_families(views: Iterable[Any]) -> list[Metric]:
+    """The two backfill families from ``inspect_backfills()``'s views (``name``, ``state``,
+    ``pending``, ``run``)."""
+    pending = _gauge(
+        "backfill_pending",
+        "1 while the backfill is declared for this environment and not completed.",
+        ["name"],
+    )
+    rows = _gauge(
+        "backfill_rows",
+        "Rows swept by the backfill's completed (else newest) run.",
+        ["name", "state"],
+    )
+    for view in views:
+        pending.add_metric([view.name], 1 if view.pending else 0)
+        rows.add_metric([view.name, view.state], view.run.rows_done if view.run else 0)
+    return [pending, rows]
+
+
 class JobsCollector(Collector):
     """A ``prometheus_client`` collector of the job store's families.
 
@@ -129,28 +158,43 @@ class JobsCollector(Collector):
     up at each collect. Register it in a registry of your own to serve the jobs' families beside
     your other metrics (the view of this app never does: it serves this collector alone)."""
 
-    def __init__(self, driver: JobDriver | None = None) -> None:
+    def __init__(
+        self,
+        driver: JobDriver | None = None,
+        *,
+        backfills: Callable[[], Iterable[Any]] | None = None,
+    ) -> None:
         self._driver = driver
+        self._backfills = backfills
 
     def collect(self) -> Iterator[Metric]:
         driver = self._driver or get_driver()
         stats = driver.queue_stats()
         workers = driver.worker_list()
         totals = driver.counter_total()
-        return iter(families(stats, workers, totals))
+        found = families(stats, workers, totals)
+        views = list(self._backfills()) if self._backfills is not None else []
+        if views:  # no backfill declared: no backfill family
+            found += backfill_families(views)
+        return iter(found)
 
     def describe(self) -> Iterator[Metric]:
         """The families with no sample, so registering the collector reads nothing."""
         return iter(families([], [], []))
 
 
-def exposition(driver: JobDriver, *, accept: str = "") -> tuple[bytes, str]:
-    """The body and content type of one scrape (three reads of the store), in the format that
-    ``accept`` (a scraper's ``Accept`` header) asks for: OpenMetrics when it names
-    ``application/openmetrics-text``, else the text format 0.0.4."""
+def exposition(
+    driver: JobDriver,
+    *,
+    accept: str = "",
+    backfills: Callable[[], Iterable[Any]] | None = None,
+) -> tuple[bytes, str]:
+    """The body and content type of one scrape (three reads of the store, and ``backfills()``
+    when given), in the format that ``accept`` (a scraper's ``Accept`` header) asks for:
+    OpenMetrics when it names ``application/openmetrics-text``, else the text format 0.0.4."""
     encode, content_type = choose_encoder(accept)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(JobsCollector(driver))
+    registry.register(JobsCollector(driver, backfills=backfills))
     return encode(registry), content_type
 
 

@@ -4,15 +4,15 @@ A batch is published with one ``job_enqueue_many`` (each job keeps its staged id
 published twice is answered ``deduped``) and marked with one statement. When a batch fails, its
 rows go one at a time, in order; a row that still fails is kept, its error recorded, and tried
 again after a pause. The relay wakes on the staging transaction's NOTIFY, polls as the guarantee
-with the worker's idle backoff, deletes published rows after the retention, and stops in two
-phases like the worker.
+with the worker's idle backoff, and stops in two phases like the worker. It deletes nothing:
+published rows past ``OUTBOX_RETENTION_SECONDS`` are the ``outbox`` target of the purge
+(:mod:`ultimat3_jobs.factories.retention`), the one caller of every retention delete.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,9 +26,6 @@ from ultimat3_jobs.types import EnqueueRequest
 
 logger = logging.getLogger("ultimat3_jobs.relay")
 
-PURGE_INTERVAL_SECONDS = 60.0
-PURGE_BATCH = 1000
-PURGE_ROUNDS_MAX = 50
 FAILED_ROW_RETRY_SECONDS = 30.0
 STORE_RETRY_CEILING_SECONDS = 5.0
 
@@ -43,8 +40,6 @@ class RelayConfig:
     poll_floor: float = 0.05
     poll_ceiling: float = 3.0
     poll_ceiling_wake: float = 10.0
-    retention_seconds: float = 86400.0
-    purge_interval: float = PURGE_INTERVAL_SECONDS
     use_wake: bool = True
 
     @classmethod
@@ -56,7 +51,6 @@ class RelayConfig:
             poll_floor=s.poll_floor_seconds,
             poll_ceiling=s.poll_ceiling_seconds,
             poll_ceiling_wake=s.poll_ceiling_wake_seconds,
-            retention_seconds=s.outbox_retention_seconds,
         )
         return replace(config, **{k: v for k, v in options.items() if v is not None})
 
@@ -82,7 +76,6 @@ class Relay:
             ceiling=config.poll_ceiling,
             ceiling_with_wake=config.poll_ceiling_wake,
         )
-        self._next_purge = time.monotonic() + config.purge_interval
 
     def request_stop(self, *, reason: str = "stop requested") -> None:
         """Stop claiming; the batch in hand is published first. A relay holds no work between
@@ -114,7 +107,6 @@ class Relay:
                     )
                     if rows:
                         self._publish(rows)
-                    self._purge_when_due()
                     store_wait = self.config.poll_floor
                 except STORE_ERRORS as exc:
                     logger.warning("jobs.relay.store_failed: %s; retrying", exc)
@@ -174,24 +166,6 @@ class Relay:
             )
             return set()
         return self.outbox.outbox_mark_published(relay_id=relay_id, ids=[row.id])
-
-    def _purge_when_due(self) -> None:
-        now = time.monotonic()
-        if now < self._next_purge:
-            return
-        self._next_purge = now + self.config.purge_interval
-        purged = 0
-        # Batch after batch until one comes back short, so the sweep keeps up with any rate
-        # (bounded per round, so a huge backlog cannot starve publishing).
-        for _ in range(PURGE_ROUNDS_MAX):
-            deleted = self.outbox.outbox_purge_published(
-                retention_seconds=self.config.retention_seconds, limit=PURGE_BATCH
-            )
-            purged += deleted
-            if deleted < PURGE_BATCH:
-                break
-        if purged:
-            logger.info("jobs.relay.purged: %s published rows past their retention", purged)
 
     def _on_wake(self, _: str) -> None:
         self._backoff.reset()

@@ -181,3 +181,28 @@ def record(endpoint: WebhookEndpoint, attempt: Attempt) -> bool:
             ),
         )
         return not rows.values_list("enabled", flat=True).get()
+
+
+def purge_deliveries(*, before: datetime, limit: int) -> int:
+    """Delete at most ``limit`` ledger rows recorded before ``before``, oldest first (walking
+    the primary key, which grows with ``created_at``), skipping rows another transaction holds;
+    answers how many. Two statements: the ids, then one ``DELETE ... WHERE id IN``."""
+    database = _database()
+    with transaction.atomic(using=database):
+        ids = list(
+            WebhookDelivery.objects.using(database)
+            .filter(created_at__lt=before)
+            .order_by("pk")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)[:limit]
+        )
+        if not ids:
+            return 0
+        deleted, _ = WebhookDelivery.objects.using(database).filter(pk__in=ids).delete()
+    return deleted
+
+
+def count_deliveries(*, before: datetime, limit: int) -> int:
+    """How many ledger rows were recorded before ``before``, counted up to ``limit``."""
+    rows = WebhookDelivery.objects.using(_database()).filter(created_at__lt=before)
+    return rows.order_by()[:limit].count()
