@@ -34,7 +34,7 @@ from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.steps.attempt import bind_steps
 from ultimat3_jobs.runtime.steps.writer import close_writer
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
-from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, context_for
 from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
@@ -216,15 +216,7 @@ class Worker:
         started yet: it waits in the claim-ahead queue for a slot."""
         handle = self.registry.find(job.name)
         definition = handle.definition if handle is not None else None
-        ctx = JobContext(
-            job_id=job.id,
-            name=job.name,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
-            queue=job.queue,
-            tenant_id=job.tenant_id,
-            traceparent=job.traceparent,
-        )
+        ctx = context_for(job, definition)
         attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False)
         ctx._on_progress = partial(self._progress, attempt)
         is_async = definition is not None and definition.is_async  # hook: durable steps
