@@ -1,0 +1,99 @@
+"""The worker runs each body (sync, async, and the steps inside it) and each ``on_settled`` in
+the run's tenant scope: ``current_tenant()`` and the ``TENANT_CONTEXT`` hook's scope. A job
+declared ``tenant="none"`` runs with the scope cleared (the hook called with ``None``), whoever
+enqueued it. On PostgreSQL and on the memory driver."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from tests.tenancy import jobs
+from tests.tenancy.conftest import TENANCY
+from tests.testapp import tenancy as policy
+from tests.worker.conftest import wait_for
+from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.model.context import current_tenant
+from ultimat3_jobs.model.tenancy import tenant_scope
+from ultimat3_jobs.types import JobRecord, JobState
+
+ENDED = (JobState.COMPLETED, JobState.FAILED)
+
+
+@pytest.fixture(params=["postgres", "memory"])
+def store(request: pytest.FixtureRequest, transactional_db: None) -> Iterator[JobDriver]:
+    with override_settings(ULTIMAT3_JOBS={**TENANCY, "DRIVER": request.param}):
+        yield get_driver()
+
+
+def run_all(make_worker: Any, driver: JobDriver, ids: list[uuid.UUID]) -> list[JobRecord]:
+    """Run a worker on the tenancy queue until every job in ``ids`` has ended."""
+    make_worker(driver=driver, queues=(jobs.QUEUE,))
+
+    def records() -> list[JobRecord] | None:
+        found = [driver.job_get(job_id=job_id) for job_id in ids]
+        done = all(r is not None and r.state in ENDED for r in found)
+        return found if done else None  # type: ignore[return-value]
+
+    return wait_for(records, timeout=60, what="the jobs to end")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("handle", [jobs.read, jobs.read_async, jobs.stepped, jobs.stepped_async])
+def test_the_body_runs_in_its_tenants_scope(
+    store: JobDriver, make_worker: Any, handle: Any
+) -> None:
+    with tenant_scope("acme"):
+        own = handle.enqueue(org="acme", document="acme-plan")
+        other = handle.enqueue(org="acme", document="globex-plan")
+    own_run, other_run = run_all(make_worker, store, [own.id, other.id])
+    scope = {"tenant": "acme", "current_tenant": "acme", "ctx_tenant": "acme"}
+    assert own_run.state == JobState.COMPLETED, own_run.errors
+    assert own_run.result == {**scope, "may_read": True}
+    assert other_run.result == {**scope, "may_read": False}
+    assert current_tenant() is None and policy.current() is None  # nothing leaked here
+
+
+def test_a_job_of_no_tenant_runs_with_the_scope_cleared(store: JobDriver, make_worker: Any) -> None:
+    with tenant_scope("acme"):
+        result = jobs.system.enqueue(document="acme-plan")
+    (run,) = run_all(make_worker, store, [result.id])
+    assert run.tenant_id == "acme"  # the row keeps who enqueued it
+    nobody = {"tenant": None, "current_tenant": None, "ctx_tenant": None, "may_read": False}
+    assert run.result == nobody
+    assert None in policy.ENTERED  # the hook was called to clear the scope
+
+
+def test_on_settled_runs_in_the_bodys_scope(store: JobDriver, make_worker: Any) -> None:
+    with tenant_scope("acme"):
+        owned = jobs.read.enqueue(org="acme", document="acme-plan")
+        nobodys = jobs.system.enqueue(document="acme-plan")
+    run_all(make_worker, store, [owned.id, nobodys.id])
+    wait_for(lambda: len(jobs.SETTLED) == 2, timeout=60, what="both on_settled calls")
+    assert sorted(jobs.SETTLED, key=str) == sorted(
+        [
+            ("tests.tenancy.read", "completed", "acme", "acme"),
+            ("tests.tenancy.system", "completed", None, None),
+        ],
+        key=str,
+    )
+
+
+def test_a_tenant_context_hook_that_fails_fails_the_attempt(
+    transactional_db: None, make_worker: Any
+) -> None:
+    broken = {**TENANCY, "TENANT_CONTEXT": "tests.testapp.tenancy.broken_scope"}
+    with override_settings(ULTIMAT3_JOBS=broken):
+        result = jobs.read.using(tenant="acme").enqueue(org="acme", document="acme-plan")
+        driver = get_driver()
+        make_worker(driver=driver, queues=(jobs.QUEUE,))
+        record = wait_for(
+            lambda: (r := driver.job_get(job_id=result.id)) and r.errors and r,
+            timeout=60,
+            what="a failed attempt",
+        )
+        assert "TypeError" in record.errors[0]["error_class"]
