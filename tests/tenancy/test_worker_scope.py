@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from tests.tenancy import jobs
 from tests.tenancy.conftest import TENANCY
@@ -20,7 +22,8 @@ from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.context import current_tenant
 from ultimat3_jobs.model.tenancy import tenant_scope
-from ultimat3_jobs.types import JobRecord, JobState
+from ultimat3_jobs.models import Job
+from ultimat3_jobs.types import EnqueueRequest, JobRecord, JobState, new_job_id
 
 ENDED = (JobState.COMPLETED, JobState.FAILED)
 
@@ -97,3 +100,30 @@ def test_a_tenant_context_hook_that_fails_fails_the_attempt(
             what="a failed attempt",
         )
         assert "TypeError" in record.errors[0]["error_class"]
+
+
+def test_on_settled_of_a_rescued_job_runs_in_its_tenants_scope(
+    transactional_db: None, make_worker: Any
+) -> None:
+    """A worker lost the job's last attempt; the rescuer ends it and calls ``on_settled`` in the
+    scope the body had."""
+    with override_settings(ULTIMAT3_JOBS=TENANCY):
+        driver = get_driver()
+        job_id = new_job_id()
+        request = EnqueueRequest(
+            id=job_id,
+            name=jobs.read.name,
+            queue="elsewhere",
+            input_json='{"org": "acme", "document": "acme-plan"}',
+            max_attempts=1,
+            tenant_id="acme",
+        )
+        driver.job_enqueue(request=request)
+        [claimed] = driver.job_claim(
+            queues=["elsewhere"], limit=1, worker_id="gone", lease_seconds=30
+        )
+        assert claimed.id == job_id
+        Job.objects.filter(id=job_id).update(lease_expires_at=timezone.now() - timedelta(minutes=1))
+        make_worker(driver=driver, queues=(jobs.QUEUE,))
+        wait_for(lambda: jobs.SETTLED, timeout=60, what="on_settled of the rescued job")
+    assert jobs.SETTLED == [("tests.tenancy.read", "dead-lettered", "acme", "acme")]

@@ -28,6 +28,7 @@ from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.policy import ENDINGS, rescue_policy
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
+from ultimat3_jobs.model.tenancy import run_tenant
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
@@ -340,7 +341,8 @@ class Worker:
             return
         definition = handle.definition
         if definition.on_settled is not None:
-            ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt)
+            tenant_id = run_tenant(definition, job.tenant_id)  # the scope its body had
+            ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt, tenant_id=tenant_id)
             self._hooks.submit(run_settled_hook, definition.on_settled, ctx, ending)
 
     def _on_wake(self, queue: str) -> None:
