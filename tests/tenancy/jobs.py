@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.testapp import tenancy as policy
 from ultimat3_jobs import job
+from ultimat3_jobs.errors import JobTenantMismatch
 from ultimat3_jobs.model.context import current_tenant
 
 QUEUE = "tenancy"
@@ -52,4 +53,15 @@ async def stepped_async(ctx: Any, *, org: str, document: str) -> dict[str, Any]:
     return await ctx.step.run("ask", lambda: _verdict(ctx, document))  # type: ignore[no-any-return]
 
 
-HANDLES = (read, read_async, system, stepped, stepped_async)
+@job(name="tests.tenancy.spawn", queue=QUEUE, tenant=lambda i: i["org"])
+def spawn(ctx: Any, *, org: str, other: str) -> dict[str, Any]:
+    """Enqueues a follow-up for its own tenant, then tries one for ``other``."""
+    child = read.enqueue(org=org, document=f"{org}-plan")
+    try:
+        read.enqueue(org=other, document=f"{other}-plan")
+    except JobTenantMismatch as refused:
+        return {"child": str(child.id), "other": refused.code}
+    return {"child": str(child.id), "other": "written"}
+
+
+HANDLES = (read, read_async, system, stepped, stepped_async, spawn)

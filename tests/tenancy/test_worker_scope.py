@@ -127,3 +127,16 @@ def test_on_settled_of_a_rescued_job_runs_in_its_tenants_scope(
         make_worker(driver=driver, queues=(jobs.QUEUE,))
         wait_for(lambda: jobs.SETTLED, timeout=60, what="on_settled of the rescued job")
     assert jobs.SETTLED == [("tests.tenancy.read", "dead-lettered", "acme", "acme")]
+
+
+def test_a_body_enqueues_for_its_own_tenant(store: JobDriver, make_worker: Any) -> None:
+    """With ``TENANT_RESOLVER`` = ``current_tenant``, a body is the enqueuer of its follow-ups:
+    its own tenant's job is written, another tenant's refused."""
+    with tenant_scope("acme"):
+        result = jobs.spawn.enqueue(org="acme", other="globex")
+    (run,) = run_all(make_worker, store, [result.id])
+    assert run.state == JobState.COMPLETED, run.errors
+    assert run.result["other"] == "X_JOB_TENANT_MISMATCH"
+    (child,) = run_all(make_worker, store, [uuid.UUID(run.result["child"])])
+    assert child.tenant_id == "acme"
+    assert child.result["may_read"] is True
