@@ -36,7 +36,7 @@ SEAM = [
 # Shims at paths users may have written; they warn and re-export, and nothing of ours imports them.
 SHIMS = ["tasks", "context", "worker"]
 SURFACE_PACKAGES = ("admin", "management", "contrib", "testing")
-SURFACE = ["__init__", "apps", "checks", "urls", "views", *SHIMS]
+SURFACE = ["__init__", "apps", "checks", "urls", "views", "tenancy", *SHIMS]
 # Features built on the public job API (a job, a view), with tables of their own that they read
 # and write through the ORM, as the admin does: never the hot path of the job store.
 FEATURE_PACKAGES = ("webhooks", "consumers", "subjects")
@@ -48,7 +48,7 @@ FEATURE_TABLES = [
     "lease_tables",
     "step_tables",
 ]
-SURFACE = ["__init__", "apps", "checks", "urls", "views", "jobs", *SHIMS]
+SURFACE = ["__init__", "apps", "checks", "urls", "views", "jobs", "tenancy", *SHIMS]
 
 
 def layer_of(module: str) -> str:

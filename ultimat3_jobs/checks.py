@@ -1,7 +1,7 @@
 """System checks: each problem of ``ULTIMAT3_JOBS`` as ``ultimat3_jobs.E0xx``, with the same
 message the settings loader raises, the databases the settings name (E050 to W053), and the
-cache the Redis driver takes its client from (E054), and the declared limits the driver
-can enforce (E080)."""
+cache the Redis driver takes its client from (E054), the tenancy hooks (E063 to E065), and the
+declared limits the driver can enforce (E080)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from django.db import DatabaseError, connections
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils.module_loading import import_string
 
-from ultimat3_jobs.conf import Settings, get_settings, raw_setting, validate
+from ultimat3_jobs.conf import SPEC, Settings, get_settings, raw_setting, validate
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.tenancy import check_tenancy_hooks
 from ultimat3_jobs.model.tracing import check_traceparent_source
 from ultimat3_jobs.runtime.worker.limits import unenforceable
 
@@ -33,6 +34,7 @@ OUTBOX_MIGRATION = ("ultimat3_jobs", "0002_outbox")
 HINT = "See docs/reference/settings.md."
 TRACEPARENT_CHECK_ID = "ultimat3_jobs.E060"
 LIMITS_CHECK_ID = "ultimat3_jobs.E080"
+TENANT_MIDDLEWARE = "ultimat3_jobs.tenancy.TenantMiddleware"
 
 
 @checks.register(checks.Tags.compatibility)
@@ -44,6 +46,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         traceparent = check_traceparent_source(settings)
         if traceparent is not None:
             problems.append((TRACEPARENT_CHECK_ID, traceparent))
+        problems.extend(check_tenancy(settings))
     if not problems:
         problems = check_database_vendors(get_settings()) + check_redis_alias(get_settings())
     return [checks.Error(message, id=check_id, hint=HINT) for check_id, message in problems]
@@ -58,6 +61,24 @@ def check_limits_enforceable(app_configs: Any = None, **kwargs: Any) -> list[che
     if refused is None:
         return []
     return [checks.Error(str(refused), id=LIMITS_CHECK_ID, hint="See docs/guides/limits.md.")]
+
+
+def check_tenancy(settings: Settings) -> list[tuple[str, str]]:
+    """The tenancy settings name callables (E063 to E065), and ``TenantMiddleware`` in
+    ``MIDDLEWARE`` has its ``TENANT_FROM_REQUEST`` (E065)."""
+    check_ids = {key: check_id for key, check_id, _ in SPEC}
+    problems = [(check_ids[key], message) for key, message in check_tenancy_hooks(settings)]
+    middleware = getattr(django_settings, "MIDDLEWARE", None) or ()
+    if TENANT_MIDDLEWARE in middleware and settings.tenant_from_request is None:
+        problems.append(
+            (
+                check_ids["TENANT_FROM_REQUEST"],
+                f"settings.MIDDLEWARE has {TENANT_MIDDLEWARE!r}, but "
+                "ULTIMAT3_JOBS['TENANT_FROM_REQUEST'] is not set: it names the callable of the "
+                "request that answers its tenant",
+            )
+        )
+    return problems
 
 
 def check_driver_importable(settings: Settings) -> list[tuple[str, str]]:

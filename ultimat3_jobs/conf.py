@@ -70,6 +70,7 @@ SCHEDULER_LEASE_SECONDS_DEFAULT = 60.0
 SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT = 300.0
 TRACEPARENT_DEFAULT: str | Callable[[], str | None] | None = None
 ON_SETTLED_ATTEMPTS_DEFAULT = 3
+TenancyHook = str | Callable[..., Any] | None
 LIMITS_DEFAULT = ProcessLimits()
 
 WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT = 100
@@ -124,6 +125,9 @@ class Settings:
     traceparent: str | Callable[[], str | None] | None = TRACEPARENT_DEFAULT
     limits: ProcessLimits = LIMITS_DEFAULT
     on_settled_attempts: int = ON_SETTLED_ATTEMPTS_DEFAULT
+    tenant_resolver: TenancyHook = None
+    tenant_context: TenancyHook = None
+    tenant_from_request: TenancyHook = None
     webhook_disable_after_failures: int = WEBHOOK_DISABLE_AFTER_FAILURES_DEFAULT
     webhook_allowed_networks: tuple[str, ...] = WEBHOOK_ALLOWED_NETWORKS_DEFAULT
     webhook_connect_timeout_seconds: float = WEBHOOK_CONNECT_TIMEOUT_SECONDS_DEFAULT
@@ -195,6 +199,10 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     ("TRACEPARENT", "ultimat3_jobs.E060", _callable_path),
     ("LIMITS", "ultimat3_jobs.E061", _limits),
     ("ON_SETTLED_ATTEMPTS", "ultimat3_jobs.E062", number(minimum=1, maximum=10, integer=True)),
+    # Tenancy (ultimat3_jobs.model.tenancy): whom an enqueue is for, the scope a run gets.
+    ("TENANT_RESOLVER", "ultimat3_jobs.E063", _callable_path),
+    ("TENANT_CONTEXT", "ultimat3_jobs.E064", _callable_path),
+    ("TENANT_FROM_REQUEST", "ultimat3_jobs.E065", _callable_path),
     (
         "WEBHOOK_DISABLE_AFTER_FAILURES",
         "ultimat3_jobs.E070",

@@ -15,6 +15,7 @@ The tree::
     │   ├── JobPriorityInvalid                 X_JOB_PRIORITY_INVALID
     │   ├── JobRunAtInvalid                    X_JOB_RUN_AT_INVALID
     │   ├── JobOptionInvalid                   X_JOB_OPTION_INVALID
+    │   ├── JobTenantMismatch (also Terminal)  X_JOB_TENANT_MISMATCH
     │   └── JobUnknown (LookupError)           X_JOB_UNKNOWN
     ├── JobDuplicate                           X_JOB_DUPLICATE
     ├── JobNotFound (LookupError)              X_JOB_NOT_FOUND
@@ -65,7 +66,7 @@ The tree::
 
     Job outcomes, raised by a job's body (not refusals):
     Terminal                                   X_JOB_TERMINAL
-    ├── JobTenantMismatch                      X_JOB_TENANT_MISMATCH
+    ├── JobTenantMismatch (also EnqueueRefused)  X_JOB_TENANT_MISMATCH
     ├── WebhookEndpointDisabled                X_WEBHOOK_ENDPOINT_DISABLED
     ├── WebhookDestinationRefused              X_WEBHOOK_DESTINATION_REFUSED
     └── SubjectTableUnknown                    X_SUBJECT_TABLE_UNKNOWN
@@ -89,7 +90,6 @@ import uuid
 
 from django.core.exceptions import ImproperlyConfigured
 
-from ultimat3_jobs.errors_base import CodedOutcome as _CodedOutcome
 from ultimat3_jobs.errors_base import JobsError, Terminal
 from ultimat3_jobs.errors_features import (  # noqa: F401  (re-exported: import them from here)
     BackfillCompleted,
@@ -361,8 +361,9 @@ class InvariantViolated(JobsError):
     code = "X_INVARIANT"
 
 
-class JobTenantMismatch(_CodedOutcome, Terminal):
-    """A job's input names another tenant than the one it runs for (or than its target's)."""
+class JobTenantMismatch(EnqueueRefused, Terminal):
+    """A job's input names another tenant than the one it is enqueued by or runs for (or than
+    its target's). Refused at enqueue (nothing is written); raised by a body, terminal."""
 
     code = "X_JOB_TENANT_MISMATCH"
 

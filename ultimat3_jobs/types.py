@@ -270,12 +270,14 @@ class ExpiredAttempt:
 class RescuedJob:
     """A running attempt whose lease expired, and what the rescue did with it: ``retry``
     (``queued`` again), ``fail`` (``failed``, the dead letter) or ``drop`` (deleted).
-    ``attempt`` is the row's count after the rescue."""
+    ``attempt`` is the row's count after the rescue; ``tenant_id`` the row's tenant (``None``
+    where the driver does not answer it)."""
 
     id: uuid.UUID
     name: str
     action: NackAction
     attempt: int
+    tenant_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

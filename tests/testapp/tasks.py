@@ -8,6 +8,9 @@ import django
 from django.tasks import task
 from django.tasks.base import TaskContext
 
+from tests.testapp import tenancy
+from ultimat3_jobs.model.context import current_tenant
+
 CONTEXT_ATTEMPTS: list[int] = []
 
 
@@ -54,3 +57,9 @@ if django.VERSION >= (6, 1):  # @task(**kwargs) reaches the backend's task class
     @task(max_attempts=1)
     def fails_once_for_good() -> None:
         raise RuntimeError("one attempt only")
+
+
+@task
+def whose_tenant() -> list[str | None]:
+    """The tenancy policy's tenant and ``current_tenant()`` as the task runs."""
+    return [tenancy.current(), current_tenant()]

@@ -24,8 +24,10 @@ _tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 
 def current_tenant() -> str | None:
-    """The tenant the running job was enqueued for (its declaration's decision), or ``None``.
-    The worker installs it around the body; code the body calls can read it."""
+    """The tenant of the scope this code runs in, or ``None``: a job's run tenant (the worker
+    installs it around the body and ``on_settled``; ``None`` for a job declared
+    ``tenant="none"``), a request's under ``TenantMiddleware``, or what
+    :func:`~ultimat3_jobs.model.tenancy.tenant_scope` installed."""
     return _tenant.get()
 
 

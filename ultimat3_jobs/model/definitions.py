@@ -30,7 +30,7 @@ from ultimat3_jobs.model.job_definition import (
     resolve_rate,
 )
 from ultimat3_jobs.model.limits import Concurrency, Rate
-from ultimat3_jobs.model.options import EnqueueOptions, options_from
+from ultimat3_jobs.model.options import RESOLVE, EnqueueOptions, options_from
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.types import (
     PRIORITY_DEFAULT,
@@ -266,6 +266,7 @@ class JobHandle:
         enqueued_by: str | None = None,
         publish: PublishMode = "on-commit",
         traceparent: str | None = None,
+        tenant: str | None = RESOLVE,
     ) -> JobCall:
         """Bind per-call options: ``run_at`` (an aware datetime) or ``delay`` (seconds or a
         timedelta), ``priority`` (-100..100, higher first), ``queue``, ``idempotency_key``
@@ -275,7 +276,7 @@ class JobHandle:
         exists if and only if the transaction commits), ``"now"`` (write to the job store at
         once, even inside a transaction) or ``"staged"`` (always through the outbox; refused
         outside a transaction); ``traceparent`` (a W3C trace context to carry instead of the
-        active span's)."""
+        active span's); ``tenant``: the enqueuer's tenant, instead of ``TENANT_RESOLVER``'s."""
         return JobCall(
             self,
             EnqueueOptions(
@@ -288,6 +289,7 @@ class JobHandle:
                 enqueued_by=enqueued_by,
                 publish=publish,
                 traceparent=traceparent,
+                tenant=tenant,
             ),
         )
 

@@ -18,6 +18,7 @@ from ultimat3_jobs.errors import (
     JobDuplicate,
     JobInputInvalid,
     JobOptionInvalid,
+    JobTenantMismatch,
 )
 from ultimat3_jobs.model.context import refuse_if_aborted
 from ultimat3_jobs.model.options import EnqueueOptions, options_from
@@ -125,9 +126,12 @@ def enqueue_many(
             if shared is None:  # the options are checked once, at the first input
                 shared = shared_request(definition, options, settings, traceparent)
             requests.append(shared.request(input))
-        except JobInputInvalid as exc:
-            field = f"inputs[{index}]" + (exc.field[len("input") :] if exc.field else "")
-            raise type(exc)(f"inputs[{index}]: {exc.message}", field=field, rule=exc.rule) from None
+        except (JobInputInvalid, JobTenantMismatch) as exc:  # nothing of the batch is written
+            raise type(exc)(
+                f"inputs[{index}]: {exc.message}",
+                field=_item_field(index, exc.field),
+                rule=exc.rule,
+            ) from None
     if not requests:
         return []
     driver = get_driver()
@@ -135,6 +139,15 @@ def enqueue_many(
         return [EnqueueResult(request.id, "staged") for request in requests]
     with _store_write(options):
         return driver.job_enqueue_many(requests=requests)
+
+
+def _item_field(index: int, field: str | None) -> str:
+    """The field of a refused batch item: ``inputs[3]``, ``inputs[3].email``,
+    ``inputs[3].tenant``."""
+    item = f"inputs[{index}]"
+    if not field or field == "input":
+        return item
+    return item + (field[len("input") :] if field.startswith("input") else f".{field}")
 
 
 def _refuse_error_mode(options: EnqueueOptions) -> None:

@@ -189,6 +189,9 @@ def check_declaration(definition: JobDefinition) -> None:
         raise refuse(name, "lease_seconds", "must be an integer from 1 to 604800", lease)
     if not (definition.tenant == "none" or callable(definition.tenant)):
         raise refuse(name, "tenant", 'must be "none" or a callable of the input', definition.tenant)
+    if definition.schedule is not None and definition.tenant != "none":
+        rule = 'must be "none" for a cron job: the scheduler fires it for no tenant'
+        raise refuse(name, "tenant", rule, definition.tenant)
     if definition.on_settled is not None and not callable(definition.on_settled):
         raise refuse(name, "on_settled", "must be callable", definition.on_settled)
 

@@ -15,6 +15,15 @@ from ultimat3_jobs.errors import JobOptionInvalid
 from ultimat3_jobs.types import OnConflict, PublishMode
 
 
+class _Resolve:
+    def __repr__(self) -> str:
+        return "RESOLVE"
+
+
+RESOLVE: Any = _Resolve()
+"""``tenant``'s default: the enqueuer's tenant is what ``TENANT_RESOLVER`` answers."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnqueueOptions:
     """Per-call options, set with :meth:`JobHandle.using`. ``None`` keeps the job's own."""
@@ -29,6 +38,8 @@ class EnqueueOptions:
     publish: PublishMode = "on-commit"
     traceparent: str | None = None
     """A W3C traceparent to carry instead of the active span's; a malformed one is refused."""
+    tenant: str | None = RESOLVE
+    """The enqueuer's tenant (``None``: no tenant) instead of ``TENANT_RESOLVER``'s answer."""
 
 
 def options_from(values: Mapping[str, Any]) -> EnqueueOptions:

@@ -3,7 +3,8 @@
 Layer L3 (job model). Every refusal names the field and the rule. What all the requests of one
 call share (queue, priority, timing, key, attribution, trace, attempts) is checked once per
 call (:class:`SharedRequest`); each input then costs its own checks only: the mapping, the
-signature check compiled once per signature, one encode, the tenant and a new id.
+signature check compiled once per signature, one encode, the tenant and a new id. The tenant's
+rules are :mod:`ultimat3_jobs.model.tenancy`'s.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ultimat3_jobs.errors import (
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.origin import current_origin
 from ultimat3_jobs.model.signature import check_signature
+from ultimat3_jobs.model.tenancy import enqueuer_tenant, row_tenant, storable_text
 from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import (
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from ultimat3_jobs.model.definitions import JobDefinition
 
 IDEMPOTENCY_KEY_MAX_LENGTH = 255
-TENANT_MAX_LENGTH = 200
 DELAY_SECONDS_LIMIT = 10 * 366 * 86400.0
 _QUEUE = re.compile(QUEUE_NAME_PATTERN)
 
@@ -128,7 +129,7 @@ def _idempotency_key(options: EnqueueOptions) -> str | None:
     if (
         not isinstance(key, str)
         or not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX_LENGTH
-        or not _storable_text(key)
+        or not storable_text(key)
     ):
         raise JobOptionInvalid(
             f"idempotency_key must be a string of 1 to {IDEMPOTENCY_KEY_MAX_LENGTH} characters "
@@ -137,38 +138,6 @@ def _idempotency_key(options: EnqueueOptions) -> str | None:
             rule="idempotency-key",
         )
     return key
-
-
-def _storable_text(text: str) -> bool:
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | None:
-    try:
-        tenant_id = definition.tenant_for(input)
-    except Exception as exc:
-        raise JobInputInvalid(
-            f"the tenant of job {definition.name!r} could not be decided from its input: "
-            f"{type(exc).__name__}: {exc}",
-            field="tenant",
-            rule="tenant-from-input",
-        ) from exc
-    if tenant_id is not None and (
-        len(tenant_id) > TENANT_MAX_LENGTH or not _storable_text(tenant_id)
-    ):
-        raise JobInputInvalid(
-            f"the tenant of job {definition.name!r} must be text of at most {TENANT_MAX_LENGTH} "
-            f"characters; got {tenant_id!r:.80}",
-            field="tenant",
-            rule="tenant-text",
-        )
-    return tenant_id
 
 
 def _on_conflict(options: EnqueueOptions) -> None:
@@ -214,6 +183,8 @@ class SharedRequest:
     enqueued_by: str | None
     traceparent: str | None
     max_attempts: int
+    enqueuer_tenant: str | None
+    """The enqueuer's tenant, or ``UNKNOWN`` (:mod:`ultimat3_jobs.model.tenancy`)."""
 
     def request(self, input: Mapping[str, Any]) -> EnqueueRequest:
         """Validate one input and answer its request (the per-item work of ``enqueue_many``:
@@ -243,7 +214,7 @@ class SharedRequest:
             on_conflict=self.on_conflict,
             max_attempts=self.max_attempts,
             lease_seconds=definition.lease_seconds,
-            tenant_id=_tenant(definition, input),
+            tenant_id=row_tenant(definition, input, self.enqueuer_tenant),
             enqueued_by=self.enqueued_by,
             traceparent=self.traceparent,
         )
@@ -279,6 +250,7 @@ def shared_request(
         enqueued_by=enqueued_by,
         traceparent=traceparent,
         max_attempts=definition.retry.max_attempts(),
+        enqueuer_tenant=enqueuer_tenant(options, settings),
     )
 
 

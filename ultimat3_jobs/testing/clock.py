@@ -123,7 +123,8 @@ def fire_cron(
         for occurrence, dispatch in plan(schedule, occurrences, at, missed_after):
             if not dispatch:
                 continue
-            options = EnqueueOptions(idempotency_key=idempotency_key(definition.name, occurrence))
+            key = idempotency_key(definition.name, occurrence)
+            options = EnqueueOptions(idempotency_key=key, tenant=None)  # as the scheduler fires
             request = build_request(definition, {}, options)
             result = driver.job_enqueue(request=request)
             fired.append(FiredCron(definition.name, occurrence, result.id, result.status))

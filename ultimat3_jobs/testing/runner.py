@@ -28,11 +28,11 @@ from django.db import transaction
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.model.context import JobContext, install_tenant, uninstall_tenant
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.model.steps import InlineWriter, StepSuspended
+from ultimat3_jobs.model.tenancy import tenant_scope
 from ultimat3_jobs.runtime.steps.attempt import bind_steps, unwound
-from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, context_for
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import failure, finish, prepare, run_async
 from ultimat3_jobs.runtime.worker.settle import Settler
@@ -123,15 +123,9 @@ class _Tally:
 
 def _attempt(job: ClaimedJob, driver: JobDriver) -> Attempt:
     handle = registry.find(job.name)
-    ctx = JobContext(
-        job_id=job.id,
-        name=job.name,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-        queue=job.queue,
-        tenant_id=job.tenant_id,
-    )
-    attempt = Attempt(job=job, definition=handle.definition if handle else None, ctx=ctx)
+    definition = handle.definition if handle else None
+    ctx = context_for(job, definition)
+    attempt = Attempt(job=job, definition=definition, ctx=ctx)
 
     def keep_progress(value: Any) -> None:
         # Stored by the settler just before the settle, as the worker does for async bodies.
@@ -153,18 +147,19 @@ def _call_body(attempt: Attempt) -> Outcome:
     assert attempt.definition is not None
     if attempt.definition.is_async:
         return asyncio.run(run_async(attempt, worker_id=WORKER_ID))
-    token = install_tenant(attempt.job.tenant_id)
     try:
-        result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
-        if inspect.isawaitable(result):
-            getattr(result, "close", lambda: None)()
-            raise TypeError("the job body returned an awaitable; declare it with async def")
-    except StepSuspended:
-        return Outcome(attempt, "suspended")
-    except Exception as exc:
-        return failure(attempt, unwound(attempt, exc), worker_id=WORKER_ID)
-    finally:
-        uninstall_tenant(token)
+        with tenant_scope(attempt.ctx.tenant_id):  # as the worker runs it
+            try:
+                result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
+                if inspect.isawaitable(result):
+                    getattr(result, "close", lambda: None)()
+                    raise TypeError("the job body returned an awaitable; declare it with async def")
+            except StepSuspended:
+                return Outcome(attempt, "suspended")
+            except Exception as exc:
+                return failure(attempt, unwound(attempt, exc), worker_id=WORKER_ID)
+    except Exception as exc:  # the TENANT_CONTEXT hook raised
+        return failure(attempt, exc, worker_id=WORKER_ID)
     return finish(attempt, result, worker_id=WORKER_ID)
 
 

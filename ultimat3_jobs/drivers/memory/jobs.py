@@ -305,7 +305,11 @@ class JobStatements(MemoryState):
                 self._rescue_row(row, decision, now)
                 rescued.append(
                     RescuedJob(
-                        id=row.id, name=row.name, action=decision.action, attempt=row.attempt
+                        id=row.id,
+                        name=row.name,
+                        action=decision.action,
+                        attempt=row.attempt,
+                        tenant_id=row.tenant_id,
                     )
                 )
         return rescued

@@ -249,7 +249,8 @@ class Scheduler:
             request = build_request(
                 known.definition,
                 {},
-                EnqueueOptions(idempotency_key=idempotency_key(name, occurrence)),
+                # The scheduler fires for no tenant (a cron job declares tenant="none").
+                EnqueueOptions(idempotency_key=idempotency_key(name, occurrence), tenant=None),
             )
             assert self._epoch is not None
             result = self.driver.scheduler_fire(

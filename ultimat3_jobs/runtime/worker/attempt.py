@@ -10,6 +10,7 @@ from typing import Literal
 
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
+from ultimat3_jobs.model.tenancy import run_tenant
 from ultimat3_jobs.types import AttemptError, ClaimedJob
 
 OutcomeKind = Literal["completed", "failed", "lost", "suspended"]
@@ -142,3 +143,18 @@ class Outcome:
     result_json: str = "null"
     error: AttemptError | None = None
     terminal: bool = False
+
+
+def context_for(job: ClaimedJob, definition: JobDefinition | None) -> JobContext:
+    """The context a claimed job's body (and its ``on_settled``) gets; its ``tenant_id`` is the
+    run's tenant (:func:`~ultimat3_jobs.model.tenancy.run_tenant`: ``None`` for a job declared
+    ``tenant="none"``, whoever enqueued it)."""
+    return JobContext(
+        job_id=job.id,
+        name=job.name,
+        attempt=job.attempt,
+        max_attempts=job.max_attempts,
+        queue=job.queue,
+        tenant_id=run_tenant(definition, job.tenant_id),
+        traceparent=job.traceparent,
+    )

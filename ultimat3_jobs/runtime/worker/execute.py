@@ -12,9 +12,10 @@ from django.db import close_old_connections
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobInputInvalid, JobUnknown
-from ultimat3_jobs.model.context import install_job, install_tenant, uninstall_job, uninstall_tenant
+from ultimat3_jobs.model.context import install_job, uninstall_job
 from ultimat3_jobs.model.requests import check_input_signature
 from ultimat3_jobs.model.steps import StepSuspended
+from ultimat3_jobs.model.tenancy import tenant_scope
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.serialization import encode_json
@@ -113,7 +114,7 @@ def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
 
 
 def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
-    """Run a sync body on the calling (pool) thread, with the job's tenant installed and the
+    """Run a sync body on the calling (pool) thread, in the run's tenant scope and with the
     thread's database connections checked after it, as Django checks them after a request."""
     if not attempt.begin():
         return not_begun(attempt, worker_id=worker_id)
@@ -121,22 +122,25 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
-    token = install_tenant(attempt.job.tenant_id)
     running = install_job(attempt.ctx)
     try:
-        result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-            raise TypeError("the job body returned an awaitable; declare it with async def")
-    except StepSuspended:  # durable steps: the job is suspended, the attempt given back
-        return Outcome(attempt, "suspended")
-    except Exception as exc:
-        return failure(attempt, unwound(attempt, exc), worker_id=worker_id)
+        # The run's tenant scope (TENANT_CONTEXT entered) holds the body and its compensations.
+        with tenant_scope(attempt.ctx.tenant_id):
+            try:
+                result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
+                if inspect.isawaitable(result):
+                    close = getattr(result, "close", None)
+                    if close is not None:
+                        close()
+                    raise TypeError("the job body returned an awaitable; declare it with async def")
+            except StepSuspended:  # durable steps: the job is suspended, the attempt given back
+                return Outcome(attempt, "suspended")
+            except Exception as exc:
+                return failure(attempt, unwound(attempt, exc), worker_id=worker_id)
+    except Exception as exc:  # the TENANT_CONTEXT hook raised as it was entered or left
+        return failure(attempt, exc, worker_id=worker_id)
     finally:
         uninstall_job(running)
-        uninstall_tenant(token)
         # Once per attempt, after the body, as Django does after a request: a connection the
         # body left broken, in a transaction or past its age is closed before this thread runs
         # anything else, so the next body on it starts with a sound one (a connection that
@@ -157,15 +161,18 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
-    token = install_tenant(attempt.job.tenant_id)
     running = install_job(attempt.ctx)
     try:
-        result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
-    except StepSuspended:  # durable steps: the job is suspended, the attempt given back
-        return Outcome(attempt, "suspended")
-    except Exception as exc:
-        return failure(attempt, await aunwound(attempt, exc), worker_id=worker_id)
+        # The run's tenant scope (TENANT_CONTEXT entered) holds the body and its compensations.
+        with tenant_scope(attempt.ctx.tenant_id):
+            try:
+                result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
+            except StepSuspended:  # durable steps: the job is suspended, the attempt given back
+                return Outcome(attempt, "suspended")
+            except Exception as exc:
+                return failure(attempt, await aunwound(attempt, exc), worker_id=worker_id)
+    except Exception as exc:  # the TENANT_CONTEXT hook raised as it was entered or left
+        return failure(attempt, exc, worker_id=worker_id)
     finally:
         uninstall_job(running)
-        uninstall_tenant(token)
     return finish(attempt, result, worker_id=worker_id)

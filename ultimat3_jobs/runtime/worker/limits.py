@@ -32,14 +32,13 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseGrant, LeaseHolder
 from ultimat3_jobs.errors import ConcurrencyKeyInvalid, ConcurrencyUnenforceable
-from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.runtime.common.pool import BodyPool
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
-from ultimat3_jobs.runtime.worker.attempt import Attempt
+from ultimat3_jobs.runtime.worker.attempt import Attempt, context_for
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
 from ultimat3_jobs.runtime.worker.limiter import ProcessLimiter
@@ -251,15 +250,7 @@ class LeaseGate:
     def _ended(self, job: ClaimedJob, definition: JobDefinition, ending: Ending) -> None:
         if definition.on_settled is None:
             return
-        ctx = JobContext(
-            job_id=job.id,
-            name=job.name,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
-            queue=job.queue,
-            tenant_id=job.tenant_id,
-            traceparent=job.traceparent,
-        )
+        ctx = context_for(job, definition)
         self._hooks.submit(run_settled_hook, definition.on_settled, ctx, ending)
 
 

@@ -28,13 +28,14 @@ from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.policy import ENDINGS, rescue_policy
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
+from ultimat3_jobs.model.tenancy import run_tenant
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.steps.attempt import bind_steps
 from ultimat3_jobs.runtime.steps.writer import close_writer
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
-from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, context_for
 from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
@@ -216,15 +217,7 @@ class Worker:
         started yet: it waits in the claim-ahead queue for a slot."""
         handle = self.registry.find(job.name)
         definition = handle.definition if handle is not None else None
-        ctx = JobContext(
-            job_id=job.id,
-            name=job.name,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
-            queue=job.queue,
-            tenant_id=job.tenant_id,
-            traceparent=job.traceparent,
-        )
+        ctx = context_for(job, definition)
         attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False)
         ctx._on_progress = partial(self._progress, attempt)
         is_async = definition is not None and definition.is_async  # hook: durable steps
@@ -348,7 +341,8 @@ class Worker:
             return
         definition = handle.definition
         if definition.on_settled is not None:
-            ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt)
+            tenant_id = run_tenant(definition, job.tenant_id)  # the scope its body had
+            ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt, tenant_id=tenant_id)
             self._hooks.submit(run_settled_hook, definition.on_settled, ctx, ending)
 
     def _on_wake(self, queue: str) -> None:

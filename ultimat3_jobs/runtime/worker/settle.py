@@ -28,8 +28,9 @@ from functools import partial
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.model.context import JobContext, install_tenant, uninstall_tenant
+from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
+from ultimat3_jobs.model.tenancy import tenant_scope
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
@@ -242,9 +243,9 @@ def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Endin
     times until it returns; each error is logged, none rethrown."""
     tries = get_settings().on_settled_attempts
     for attempt in range(1, tries + 1):
-        token = install_tenant(ctx.tenant_id)
         try:
-            hook(ctx, ending)
+            with tenant_scope(ctx.tenant_id):  # the body's scope: TENANT_CONTEXT entered
+                hook(ctx, ending)
             return
         except Exception:
             logger.exception(
@@ -254,8 +255,6 @@ def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Endin
                 attempt,
                 tries,
             )
-        finally:
-            uninstall_tenant(token)
 
 
 def _refused_error(

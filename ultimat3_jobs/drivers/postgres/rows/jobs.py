@@ -176,8 +176,10 @@ def expired_attempts(result: Result) -> list[ExpiredAttempt]:
 def rescued_jobs(result: Result) -> list[RescuedJob]:
     """``job_rescue_expired``'s rows."""
     return [
-        RescuedJob(id=as_uuid(id_), name=name, action=action, attempt=attempt)
-        for id_, name, action, attempt in result.picked("id", "name", "action", "attempt")
+        RescuedJob(id=as_uuid(id_), name=name, action=action, attempt=attempt, tenant_id=tenant)
+        for id_, name, action, attempt, tenant in result.picked(
+            "id", "name", "action", "attempt", "tenant_id"
+        )
     ]
 
 

@@ -541,16 +541,16 @@ with decided as (
                           'at', now())) end
     from locked l
     where j.id = l.id and l.action in ('retry', 'fail')
-    returning j.id, j.name, l.action, j.attempt, l.counts
+    returning j.id, j.name, l.action, j.attempt, l.counts, j.tenant_id
 ), dropped as (
     delete from x_jobs j
     using locked l
     where j.id = l.id and l.action = 'drop'
-    returning j.id, j.name, l.action, j.attempt, l.counts
+    returning j.id, j.name, l.action, j.attempt, l.counts, j.tenant_id
 ), rescued as (
-    select id, name, action, attempt, counts from kept
+    select id, name, action, attempt, counts, tenant_id from kept
     union all
-    select id, name, action, attempt, counts from dropped
+    select id, name, action, attempt, counts, tenant_id from dropped
 ), freed as (
     -- limits: a rescued attempt's concurrency slots go with it (x_job_leases)
     delete from x_job_leases l using rescued r where l.job_id = r.id and l.kind = 'concurrency'
@@ -565,7 +565,7 @@ with decided as (
 ), counted as (
     {{counter_upsert}}
 )
-select id, name, action, attempt from rescued
+select id, name, action, attempt, tenant_id from rescued
 
 -- name: job_get
 -- One job for an operator or a result reader; the lease internals stay out.

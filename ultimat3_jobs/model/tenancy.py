@@ -1,0 +1,222 @@
+"""Tenancy: whom an enqueue is for, which tenant a job row keeps, and the scope a run gets.
+
+Layer L3 (job model). Each rule is here, once:
+
+- **The enqueuer's tenant**: ``using(tenant=...)`` when given (``None`` says "no tenant"), else
+  what the ``TENANT_RESOLVER`` callable answers now, else unknown (no resolver configured).
+- **The row's tenant** is the enqueuer's. A job whose ``tenant`` rule is a callable of the input
+  must answer that same tenant: any other answer refuses the enqueue with
+  :class:`~ultimat3_jobs.errors.JobTenantMismatch` (``X_JOB_TENANT_MISMATCH``) before anything
+  is written. With the enqueuer's tenant unknown, the row keeps the input's tenant.
+- **The run's tenant** is the row's, except for a job declared ``tenant="none"``, which runs
+  with no tenant (fail-closed), whoever enqueued it.
+- **The scope**: :func:`tenant_scope` installs a tenant for :func:`current_tenant` and enters
+  the ``TENANT_CONTEXT`` factory's context manager (called with the tenant, ``None`` included,
+  so that it clears what a previous scope set). The worker enters it around each body and each
+  ``on_settled``; :class:`ultimat3_jobs.tenancy.TenantMiddleware` around each request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from django.utils.module_loading import import_string
+
+from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.errors import (
+    JobInputInvalid,
+    JobOptionInvalid,
+    JobsConfigurationError,
+    JobTenantMismatch,
+)
+from ultimat3_jobs.model.context import current_tenant, install_tenant, uninstall_tenant
+from ultimat3_jobs.model.options import RESOLVE, EnqueueOptions
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.model.job_definition import JobDefinition
+
+__all__ = [
+    "UNKNOWN",
+    "check_tenancy_hooks",
+    "current_tenant",
+    "enqueuer_tenant",
+    "row_tenant",
+    "run_tenant",
+    "tenancy_hook",
+    "tenant_scope",
+]
+
+TENANT_MAX_LENGTH = 200
+HOOK_KEYS = ("TENANT_RESOLVER", "TENANT_CONTEXT", "TENANT_FROM_REQUEST")
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+"""The enqueuer's tenant when neither ``using(tenant=...)`` nor ``TENANT_RESOLVER`` says it."""
+
+
+def storable_text(text: str) -> bool:
+    """Text the job store can hold: no NUL, no lone surrogate."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(value: Any) -> str | None:
+    """A tenant as stored: ``None``, or text; ``ValueError`` for text the store cannot hold."""
+    tenant_id = None if value is None else str(value)
+    if tenant_id is not None and (
+        len(tenant_id) > TENANT_MAX_LENGTH or not storable_text(tenant_id)
+    ):
+        raise ValueError(
+            f"must be text of at most {TENANT_MAX_LENGTH} characters; got {tenant_id!r:.80}"
+        )
+    return tenant_id
+
+
+# -- the hooks ------------------------------------------------------------------------------
+
+
+@cache
+def _imported(path: str) -> Any:
+    return import_string(path)
+
+
+def tenancy_hook(settings: Settings, key: str) -> Callable[..., Any] | None:
+    """The callable a tenancy setting names (``TENANT_RESOLVER``, ``TENANT_CONTEXT`` or
+    ``TENANT_FROM_REQUEST``), or ``None`` when unset. Raises
+    :class:`~ultimat3_jobs.errors.JobsConfigurationError` for a path that does not import or
+    names something that is not callable (the system checks report it first)."""
+    setting = getattr(settings, key.lower())
+    if setting is None or callable(setting):
+        return setting  # type: ignore[no-any-return]  # a callable of the setting
+    try:
+        found = _imported(setting)
+    except ImportError as exc:
+        raise JobsConfigurationError(
+            f"ULTIMAT3_JOBS[{key!r}] names {setting!r}, which cannot be imported: {exc}"
+        ) from exc
+    if not callable(found):
+        raise JobsConfigurationError(
+            f"ULTIMAT3_JOBS[{key!r}] names {setting!r}, which is not callable"
+        )
+    return found  # type: ignore[no-any-return]  # import_string answers Any
+
+
+def check_tenancy_hooks(settings: Settings) -> list[tuple[str, str]]:
+    """``(key, message)`` for each tenancy setting that names no callable (system checks)."""
+    problems = []
+    for key in HOOK_KEYS:
+        try:
+            tenancy_hook(settings, key)
+        except JobsConfigurationError as exc:
+            problems.append((key, exc.message))
+    return problems
+
+
+# -- enqueue --------------------------------------------------------------------------------
+
+
+def enqueuer_tenant(options: EnqueueOptions, settings: Settings) -> str | None:
+    """The tenant of the code enqueuing now (see the module's rules), or :data:`UNKNOWN`.
+    Refused with :class:`~ultimat3_jobs.errors.JobOptionInvalid` (field ``tenant``) when
+    ``using(tenant=...)`` or the resolver answers something that is not a tenant, or the
+    resolver raises."""
+    if options.tenant is not RESOLVE:
+        value, source = options.tenant, "using(tenant=...)"
+    else:
+        resolver = tenancy_hook(settings, "TENANT_RESOLVER")
+        if resolver is None:
+            return UNKNOWN  # type: ignore[no-any-return]  # the sentinel
+        source = "the TENANT_RESOLVER callable"
+        try:
+            value = resolver()
+        except Exception as exc:
+            raise JobOptionInvalid(
+                f"the enqueuer's tenant could not be decided: {source} raised "
+                f"{type(exc).__name__}: {exc}",
+                field="tenant",
+                rule="tenant-resolver",
+            ) from exc
+    try:
+        return _text(value)
+    except ValueError as exc:
+        raise JobOptionInvalid(
+            f"the enqueuer's tenant (from {source}) {exc}", field="tenant", rule="tenant-text"
+        ) from None
+
+
+def input_tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | None:
+    """What the job's ``tenant`` rule answers for ``input`` (``None`` for ``"none"``)."""
+    try:
+        value = definition.tenant_for(input)
+    except Exception as exc:
+        raise JobInputInvalid(
+            f"the tenant of job {definition.name!r} could not be decided from its input: "
+            f"{type(exc).__name__}: {exc}",
+            field="tenant",
+            rule="tenant-from-input",
+        ) from exc
+    try:
+        return _text(value)
+    except ValueError as exc:
+        raise JobInputInvalid(
+            f"the tenant of job {definition.name!r} {exc}", field="tenant", rule="tenant-text"
+        ) from None
+
+
+def row_tenant(definition: JobDefinition, input: Mapping[str, Any], enqueuer: Any) -> str | None:
+    """The tenant a job row keeps: the enqueuer's (``enqueuer``, from :func:`enqueuer_tenant`).
+    A job whose ``tenant`` callable answers another tenant for ``input`` is refused with
+    :class:`~ultimat3_jobs.errors.JobTenantMismatch`; nothing is written."""
+    if definition.tenant == "none":
+        return None if enqueuer is UNKNOWN else enqueuer  # type: ignore[no-any-return]
+    tenant_id = input_tenant(definition, input)
+    if enqueuer is UNKNOWN or tenant_id == enqueuer:
+        return tenant_id
+    raise JobTenantMismatch(
+        f"job {definition.name!r}: its input is for tenant {tenant_id!r:.80}, but it is "
+        f"enqueued by tenant {enqueuer!r:.80}; a job is enqueued only by its own tenant "
+        "(or enqueue it with using(tenant=...)); nothing was written",
+        field="tenant",
+        rule="tenant-of-enqueuer",
+    )
+
+
+# -- run ------------------------------------------------------------------------------------
+
+
+def run_tenant(definition: JobDefinition | None, tenant_id: str | None) -> str | None:
+    """The tenant a run of a job row acts for: the row's, or ``None`` for a job declared
+    ``tenant="none"`` (and for a job this process does not declare)."""
+    if definition is None or definition.tenant == "none":
+        return None
+    return tenant_id
+
+
+@contextmanager
+def tenant_scope(tenant_id: str | None, settings: Settings | None = None) -> Iterator[None]:
+    """Run the block as ``tenant_id`` (``None``: no tenant): :func:`current_tenant` answers it,
+    and the ``TENANT_CONTEXT`` factory's context manager, called with it, is entered around
+    the block. Works in threads and in asyncio tasks alike (context variables)."""
+    factory = tenancy_hook(settings or get_settings(), "TENANT_CONTEXT")
+    token = install_tenant(tenant_id)
+    try:
+        if factory is None:
+            yield
+        else:
+            with factory(tenant_id):
+                yield
+    finally:
+        uninstall_tenant(token)
