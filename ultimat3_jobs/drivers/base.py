@@ -35,6 +35,7 @@ from ultimat3_jobs.drivers.common import (
 )
 from ultimat3_jobs.drivers.job_driver import JobDriver, describe
 from ultimat3_jobs.drivers.leases_seam import (
+    LEASE_LIST_MAX,
     LeaseGrant,
     LeaseHolder,
     LeaseMethods,
@@ -46,6 +47,7 @@ from ultimat3_jobs.drivers.outbox_store import OutboxStore
 __all__ = [
     "ENQUEUE_CHUNK",
     "JOB_PAGE_MAX",
+    "LEASE_LIST_MAX",
     "OUTBOX_ERROR_CHARS",
     "PAUSE_TARGET_MAX_LENGTH",
     "QUEUE_DEMAND_ROWS",

@@ -26,6 +26,9 @@ Rules every driver keeps:
   not expired) is taken over, never counted against it.
 * **Abandon, never release, a run that never started**: ``lease_abandon`` frees the attempt's
   concurrency slots; its rate stamps stay spent.
+
+The operator reads every live row with ``lease_list`` (``manage.py jobs leases``, the admin's
+queues page, the metrics) and frees a stuck key with ``lease_release``.
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar, Literal
 
-from ultimat3_jobs.errors import ConcurrencyUnenforceable
+from ultimat3_jobs.errors import ConcurrencyUnenforceable, DriverCapabilityMissing, StoreRefused
 
 LeaseKind = Literal["concurrency", "rate"]
 LEASE_KINDS: tuple[LeaseKind, ...] = ("concurrency", "rate")
+LEASE_LIST_MAX = 1_000
+"""The most rows one ``lease_list`` answers: one read stays short however many keys are held."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +71,8 @@ class LeaseGrant:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseHolder:
-    """One live (unexpired) row of a key."""
+    """One live (unexpired) row of a key. ``worker_id``: the worker whose claim holds the job
+    now, read by ``lease_list`` only (``None`` elsewhere, and once the job left that claim)."""
 
     key: str
     slot: int
@@ -75,6 +81,7 @@ class LeaseHolder:
     claim_token: uuid.UUID
     acquired_at: datetime
     expires_at: datetime
+    worker_id: str | None = None
 
 
 class LeaseMethods:
@@ -112,3 +119,22 @@ class LeaseMethods:
         """Free every concurrency slot of ``key`` now (an operator freeing a stuck key; the
         runs holding them are not stopped). Answers how many rows went."""
         raise self._no_lease_store()
+
+    def lease_list(
+        self, *, kind: LeaseKind | None = None, limit: int = LEASE_LIST_MAX
+    ) -> list[LeaseHolder]:
+        """The live rows of every key (of one ``kind`` when given), by key then slot, at most
+        ``limit`` (1 to :data:`LEASE_LIST_MAX`), each with the ``worker_id`` whose claim still
+        holds its job. One read. A driver without a lease store refuses with
+        :class:`~ultimat3_jobs.errors.DriverCapabilityMissing`."""
+        name = getattr(self, "name", type(self).__name__)
+        raise DriverCapabilityMissing(f"driver {name!r} keeps no lease store (lease_list)")
+
+
+def check_lease_list(kind: LeaseKind | None, limit: int) -> None:
+    """Refuse a ``lease_list`` outside its rules (``kind``, ``limit``) with
+    :class:`~ultimat3_jobs.errors.StoreRefused`, before any read."""
+    if kind is not None and kind not in LEASE_KINDS:
+        raise StoreRefused(f"kind must be one of {LEASE_KINDS} or None; got {kind!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LEASE_LIST_MAX:
+        raise StoreRefused(f"limit must be an integer from 1 to {LEASE_LIST_MAX}; got {limit!r}")

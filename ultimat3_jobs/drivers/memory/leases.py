@@ -7,16 +7,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-from ultimat3_jobs.drivers.leases_seam import LeaseGrant, LeaseHolder, LeaseRequest
+from ultimat3_jobs.drivers.leases_seam import (
+    LEASE_LIST_MAX,
+    LeaseGrant,
+    LeaseHolder,
+    LeaseKind,
+    LeaseRequest,
+    check_lease_list,
+)
 from ultimat3_jobs.drivers.memory.rows import _Row
 from ultimat3_jobs.drivers.memory.state import MemoryState
+from ultimat3_jobs.types import JobState
 
 
 class LeaseStatements(MemoryState):
-    """Acquire, holders, abandon, release."""
+    """Acquire, holders, abandon, release, list."""
 
     has_lease_store: ClassVar[bool] = True
 
@@ -106,3 +115,22 @@ class LeaseStatements(MemoryState):
             for lease in held:
                 self._drop_lease(lease)
             return len(held)
+
+    def lease_list(
+        self, *, kind: LeaseKind | None = None, limit: int = LEASE_LIST_MAX
+    ) -> list[LeaseHolder]:
+        check_lease_list(kind, limit)
+        with self._lock:
+            now = self.now()
+            live = sorted(
+                (h for h in self._leases.values() if h.expires_at > now),
+                key=lambda h: (h.key.encode(), h.slot),
+            )
+            chosen = [h for h in live if kind is None or h.kind == kind][:limit]
+            return [replace(h, worker_id=self._holding_worker(h)) for h in chosen]
+
+    def _holding_worker(self, lease: LeaseHolder) -> str | None:
+        row = self._rows.get(lease.job_id)
+        if row is None or row.state != JobState.RUNNING or row.claim_token != lease.claim_token:
+            return None
+        return row.worker_id

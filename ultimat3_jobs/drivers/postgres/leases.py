@@ -18,7 +18,14 @@ import uuid
 from collections.abc import Sequence
 from typing import ClassVar
 
-from ultimat3_jobs.drivers.leases_seam import LeaseGrant, LeaseHolder, LeaseRequest
+from ultimat3_jobs.drivers.leases_seam import (
+    LEASE_LIST_MAX,
+    LeaseGrant,
+    LeaseHolder,
+    LeaseKind,
+    LeaseRequest,
+    check_lease_list,
+)
 from ultimat3_jobs.drivers.postgres.rows import leases as lease_rows
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
@@ -95,3 +102,10 @@ class LeaseStatements:
 
     def lease_release(self, *, key: str) -> int:
         return len(self._jobs.run("lease_release", {"key": key}))
+
+    def lease_list(
+        self, *, kind: LeaseKind | None = None, limit: int = LEASE_LIST_MAX
+    ) -> list[LeaseHolder]:
+        check_lease_list(kind, limit)
+        params = {"kind": kind, "limit": limit}
+        return lease_rows.listed(fetch(self._jobs, "lease_list", params))

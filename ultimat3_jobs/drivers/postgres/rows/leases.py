@@ -21,3 +21,22 @@ def holders(result: Result) -> list[LeaseHolder]:
         )
         for key, slot, kind, job_id, token, acquired_at, expires_at in result.picked(*HOLDER)
     ]
+
+
+def listed(result: Result) -> list[LeaseHolder]:
+    """``lease_list``'s rows: holders with the worker whose claim holds each job."""
+    return [
+        LeaseHolder(
+            key=key,
+            slot=slot,
+            kind=kind,
+            job_id=as_uuid(job_id),
+            claim_token=as_uuid(token),
+            acquired_at=acquired_at,
+            expires_at=expires_at,
+            worker_id=worker_id,
+        )
+        for key, slot, kind, job_id, token, acquired_at, expires_at, worker_id in result.picked(
+            *HOLDER, "worker_id"
+        )
+    ]

@@ -87,3 +87,16 @@ returning slot
 delete from x_job_leases
 where key = %(key)s and kind = 'concurrency'
 returning slot
+
+-- name: lease_list
+-- The operator's view: every live row (of one kind, or all), by key then slot, at most limit,
+-- with the worker whose claim still holds the row's job (a left join on the job's primary key:
+-- none once the job left that claim). Keys sort by code point, whatever the database's
+-- collation. Live rows are few (a held slot per running limited job, a stamp per recent start).
+select l.key, l.slot, l.kind, l.job_id, l.claim_token, l.acquired_at, l.expires_at,
+       j.worker_id
+from x_job_leases l
+left join x_jobs j on j.id = l.job_id and j.claim_token = l.claim_token and j.state = 'running'
+where l.expires_at > now() and (%(kind)s::text is null or l.kind = %(kind)s::text)
+order by l.key collate "C", l.slot
+limit %(limit)s
