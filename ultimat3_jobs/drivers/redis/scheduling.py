@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS
@@ -92,7 +92,9 @@ class SchedulerMethods(RedisStore):
         slots: int,
         ttl_seconds: float,
         draining: bool = False,
+        limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
+        # ``limits`` is not kept: this driver has no lease store, so its workers shed nothing.
         if isinstance(queues, str):
             raise TypeError("queues must be a sequence of queue names, not one string")
         names = list(dict.fromkeys(queues))

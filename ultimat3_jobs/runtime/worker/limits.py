@@ -209,6 +209,10 @@ class LeaseGate:
             self._on_shed(delay)
         return landed
 
+    def counts(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            return {what: dict(names) for what, names in self.by_name.items() if names}
+
     def _count(self, what: str, name: str) -> None:
         with self._lock:
             counts = self.by_name[what]
@@ -328,6 +332,11 @@ class WorkerLimits:
 
     def done(self, attempt: Attempt) -> None:
         self.gate.done(attempt)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """The gate's sheds and refusals per job name since the worker started, for its
+        registry row (``{"shed": {name: n}, "refused": {name: n}}``, empty kinds left out)."""
+        return self.gate.counts()
 
     def _definition(self, job: ClaimedJob) -> JobDefinition | None:
         handle = self._registry.find(job.name)

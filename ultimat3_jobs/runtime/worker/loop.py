@@ -106,7 +106,6 @@ class Worker:
             hooks=self._hooks,
             on_retry=self._retry_written,
         )
-        # hook: limits — refused at start when unenforceable; then before and after each claim
         self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
         self._maintenance = Maintenance(
             driver=driver,
@@ -117,6 +116,7 @@ class Worker:
             on_dead=self._rescued_dead,
             decide=rescue_policy(self.registry),
             is_draining=lambda: not self._accepting,
+            limit_counts=self._limits.counts,  # hook: limits (start, claims, registry row)
         )
 
     # -- control -------------------------------------------------------------------------------
