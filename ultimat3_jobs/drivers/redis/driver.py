@@ -34,7 +34,11 @@ from ultimat3_jobs.drivers.redis.operating import OperatorMethods
 from ultimat3_jobs.drivers.redis.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
 from ultimat3_jobs.drivers.redis.steps import StepScriptMethods
-from ultimat3_jobs.drivers.redis.unsupported import MissingBackfillLedger, MissingRetention
+from ultimat3_jobs.drivers.redis.unsupported import (
+    MissingBackfillLedger,
+    MissingLeaseStore,
+    MissingRetention,
+)
 from ultimat3_jobs.drivers.redis.wake import RedisWake
 from ultimat3_jobs.types import (
     AckItem,
@@ -55,6 +59,7 @@ from ultimat3_jobs.types import (
 class RedisDriver(
     MissingRetention,
     MissingBackfillLedger,
+    MissingLeaseStore,
     OperatorMethods,
     SchedulerMethods,
     StepScriptMethods,

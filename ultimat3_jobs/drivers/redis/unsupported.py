@@ -1,6 +1,8 @@
 """What the Redis driver does not provide yet, said loudly: the retention methods (the purge
-factory's targets) and the backfill ledger. Each flag is ``False`` and each method refuses with
-:class:`~ultimat3_jobs.errors.DriverCapabilityMissing`, never a silent no-op."""
+factory's targets), the backfill ledger and the lease store. Each flag is ``False`` and each
+method refuses with :class:`~ultimat3_jobs.errors.DriverCapabilityMissing`, never a silent no-op
+(the lease store's acquire, holders, abandon and release refuse with the seam's
+:class:`~ultimat3_jobs.errors.ConcurrencyUnenforceable`, what a worker reports)."""
 
 from __future__ import annotations
 
@@ -62,3 +64,13 @@ class MissingBackfillLedger:
 
     def backfill_list(self, *, limit: int = 0) -> list[Any]:
         _missing("backfill ledger", "backfill_list")
+
+
+class MissingLeaseStore:
+    """The lease store of ``drivers/leases_seam.py``, not kept: the seam's defaults refuse each
+    method, so a worker refuses to start with a declared limit and ``jobs leases`` says why."""
+
+    has_lease_store: ClassVar[bool] = False
+
+    def lease_list(self, *, kind: Any = None, limit: int = 0) -> list[Any]:
+        _missing("lease store", "lease_list")
