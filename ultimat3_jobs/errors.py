@@ -28,6 +28,7 @@ The tree::
     ├── JobLeaseLost                           X_JOB_LEASE_LOST
 ├── ConcurrencyUnenforceable               X_JOB_CONCURRENCY_UNENFORCEABLE
 ├── ConcurrencyKeyInvalid (ValueError)     X_JOB_CONCURRENCY_KEY_INVALID
+├── LeaseKeyInvalid (ValueError)           X_LEASE_KEY_INVALID
     ├── StepError                              X_STEP
     │   ├── StepInvalid (ValueError)           X_STEP_INVALID
     │   ├── StepMismatch                       X_STEP_MISMATCH
@@ -262,6 +263,12 @@ class ConcurrencyKeyInvalid(JobsError, ValueError):
     """A job's concurrency or rate key function answered something other than a short string."""
 
     code = "X_JOB_CONCURRENCY_KEY_INVALID"
+
+
+class LeaseKeyInvalid(JobsError, ValueError):
+    """An operator named a lease key that is not a concurrency key as the store writes them."""
+
+    code = "X_LEASE_KEY_INVALID"
 
 
 class StepError(JobsError):

@@ -164,6 +164,7 @@ class Job(models.Model):
             ("promote_job", "Can run jobs now"),
             ("remove_job", "Can remove jobs"),
             ("pause_queue", "Can pause and resume queues and job names"),
+            ("release_lease", "Can release a stuck concurrency lease"),
         )
 
     def __str__(self) -> str:
@@ -204,6 +205,9 @@ class JobWorker(models.Model):
     queues = models.JSONField(default=list, db_default=[])
     slots = models.IntegerField(default=0, db_default=0)
     demand = models.JSONField(default=dict, db_default={})
+    # Jobs this worker shed and refused for their limits since it started, per job name:
+    # {"shed": {name: n}, "refused": {name: n}} (the metrics sum them over live workers).
+    limits = models.JSONField(default=dict, db_default={})
     started_at = models.DateTimeField(db_default=Now())
     heartbeat_at = models.DateTimeField(db_default=Now())
     expires_at = models.DateTimeField()

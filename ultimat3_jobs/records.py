@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -52,6 +52,9 @@ class WorkerRecord:
     started_at: datetime
     heartbeat_at: datetime
     expires_at: datetime
+    limits: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The jobs this worker shed and refused for their limits since it started, per job name:
+    ``{"shed": {name: n}, "refused": {name: n}}`` (empty on a driver without a lease store)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

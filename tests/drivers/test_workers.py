@@ -171,3 +171,17 @@ def test_heartbeat_refuses_one_string_as_queues(driver):
     with pytest.raises(TypeError):
         beat(driver, queues="default")
     assert driver.worker_list() == []
+
+
+def test_the_heartbeat_keeps_the_workers_sheds_and_refusals(driver):
+    beat(driver)
+    assert listed(driver, "w-1").limits == {}
+    counts = {"shed": {"a.job": 3, "b.job": 1}, "refused": {"a.job": 2}}
+    beat(driver, limits=counts)
+    kept = listed(driver, "w-1").limits
+    # A driver without a lease store sheds nothing and keeps none.
+    assert kept == (counts if driver.has_lease_store else {})
+    beat(driver, limits={"shed": {"a.job": 4}})
+    assert listed(driver, "w-1").limits == (
+        {"shed": {"a.job": 4}} if driver.has_lease_store else {}
+    )

@@ -1,5 +1,7 @@
 """The Prometheus text exposition: it parses line by line, its values match the store, label
-values are escaped, and one scrape costs at most three queries."""
+values are escaped, and one scrape costs at most four queries (queue stats, workers, counters
+and, since limits, the held lease slots: the shed and refused counts ride on the workers'
+rows, so the lease families cost one read)."""
 
 from __future__ import annotations
 
@@ -130,8 +132,9 @@ def populated(driver: JobDriver, store) -> Iterator[JobDriver]:
 
 
 def reads() -> int:
-    """Three reads, and the backfill ledger's when this run's modules declared a backfill."""
-    return 3 + (1 if declared_backfills() else 0)
+    """Four reads (queue stats, workers, counter totals, held lease slots), and the backfill
+    ledger's when this run's modules declared a backfill."""
+    return 4 + (1 if declared_backfills() else 0)
 
 
 def test_empty_store_exposes_the_families_and_no_series(driver):
@@ -143,6 +146,9 @@ def test_empty_store_exposes_the_families_and_no_series(driver):
         "ultimat3_jobs_queue_demand": "gauge",
         "ultimat3_jobs_queue_workers": "gauge",
         "ultimat3_jobs_jobs_settled_total": "counter",
+        "ultimat3_jobs_lease_slots_held": "gauge",
+        "ultimat3_jobs_lease_shed": "gauge",
+        "ultimat3_jobs_lease_refused": "gauge",
     }
     assert series == {}
 
@@ -225,7 +231,7 @@ def test_a_counter_name_with_quotes_backslashes_and_newlines_round_trips(weird):
 
 @pytest.mark.django_db
 @pytest.mark.urls("tests.operator.urls")
-def test_the_view_serves_the_exposition_in_three_queries(client, django_assert_max_num_queries):
+def test_the_view_serves_the_exposition_in_four_queries(client, django_assert_max_num_queries):
     from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 
     driver = PostgresDriver()

@@ -32,6 +32,9 @@ FAMILIES = {
     "ultimat3_jobs_queue_demand": "gauge",
     "ultimat3_jobs_queue_workers": "gauge",
     "ultimat3_jobs_jobs_settled": "counter",
+    "ultimat3_jobs_lease_slots_held": "gauge",
+    "ultimat3_jobs_lease_shed": "gauge",
+    "ultimat3_jobs_lease_refused": "gauge",
 }
 
 
@@ -61,7 +64,7 @@ def openmetrics_series(text: str) -> tuple[dict[str, str], dict[tuple[str, tuple
 @pytest.mark.django_db
 @pytest.mark.urls("tests.operator.urls")
 @pytest.mark.parametrize("accept", [OPENMETRICS, PROMETHEUS_ACCEPT])
-def test_the_view_answers_openmetrics_when_asked_in_three_queries(
+def test_the_view_answers_openmetrics_when_asked_in_four_queries(
     client, django_assert_max_num_queries, accept
 ):
     populate()
@@ -117,13 +120,13 @@ def test_the_view_leaves_out_the_metrics_of_the_global_registry(client):
 @pytest.mark.django_db
 def test_a_project_serves_the_collector_beside_its_own_metrics(django_assert_num_queries):
     """Registering reads nothing (``describe`` answers the families with no sample); each
-    collect reads the store in three queries."""
+    collect reads the store in four queries (the fourth: held lease slots)."""
     populate()
     registry = CollectorRegistry()
     Counter("project_orders", "Orders of the project.", registry=registry).inc(2)
     with django_assert_num_queries(0):
         registry.register(JobsCollector())
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         text = generate_latest(registry).decode()
     types, series = parse(text)
     assert types["project_orders_total"] == "counter"

@@ -28,6 +28,8 @@ PROMOTE_JOB = "ultimat3_jobs.promote_job"
 REMOVE_JOB = "ultimat3_jobs.remove_job"
 PAUSE_QUEUE = "ultimat3_jobs.pause_queue"
 """Pause and resume queues, job names and cron jobs."""
+RELEASE_LEASE = "ultimat3_jobs.release_lease"
+"""Free a stuck concurrency key's slots (the queues page's leases)."""
 
 
 def has(user: Any, permission: str) -> bool:
@@ -36,9 +38,9 @@ def has(user: Any, permission: str) -> bool:
 
 
 def can_watch(user: Any) -> bool:
-    """Whether ``user`` may see the queues page and the dashboard: anyone who may see jobs or
-    pause queues."""
-    return has(user, VIEW_JOB) or has(user, PAUSE_QUEUE)
+    """Whether ``user`` may see the queues page and the dashboard: anyone who may see jobs,
+    pause queues or release leases."""
+    return has(user, VIEW_JOB) or has(user, PAUSE_QUEUE) or has(user, RELEASE_LEASE)
 
 
 def author(user: Any) -> str:

@@ -1,11 +1,13 @@
-"""The queues page: depth per queue and state, the oldest ready job's age, and the pauses, with
-pause and resume buttons; and the retention the default purge applies to each of its targets.
+"""The queues page: depth per queue and state, the oldest ready job's age, the pauses, with
+pause and resume buttons; the held lease keys, with a release button (``leases.py``); and the
+retention the default purge applies to each of its targets.
 
-Layer: surface. Reads ``queue_stats`` and ``pause_list`` (two reads; see their costs on
-:class:`~ultimat3_jobs.drivers.base.JobDriver`) and shapes them with
+Layer: surface. Reads ``queue_stats``, ``pause_list`` and ``lease_list`` (three reads; see
+their costs on :class:`~ultimat3_jobs.drivers.base.JobDriver`) and shapes them with
 :func:`~ultimat3_jobs.operator.introspection.queues_overview`; pausing and resuming go through
-:mod:`~ultimat3_jobs.operator.verbs`. Seeing the page takes ``view_job`` or ``pause_queue``;
-a POST takes ``pause_queue``, checked here, on the server, whatever the page showed.
+:mod:`~ultimat3_jobs.operator.verbs`. Seeing the page takes ``view_job``, ``pause_queue`` or
+``release_lease``; a pause or resume takes ``pause_queue``, a release ``release_lease``, each
+checked on the server, whatever the page showed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpR
 from django.template.response import TemplateResponse
 
 from ultimat3_jobs.admin.display import queue_rows
+from ultimat3_jobs.admin.leases import leases_context, release_lease
 from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, author, can_watch, has
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
@@ -62,6 +65,8 @@ def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRespo
     if not can_watch(request.user):
         raise PermissionDenied
     if request.method == "POST":
+        if request.POST.get("op") == "release":
+            return release_lease(request, get_driver())
         return change_pause(request)
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET", "HEAD", "POST"])
@@ -85,6 +90,7 @@ def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRespo
         "purge_name": DEFAULT_PURGE_NAME,
         "purge_cron": get_settings().purge_cron,
         "purge_batch_size": get_settings().purge_batch_size,
+        **leases_context(driver, request.user),
     }
     return TemplateResponse(request, "ultimat3_jobs/admin/queues.html", context)
 

@@ -266,10 +266,12 @@ class JobDriver(
         slots: int,
         ttl_seconds: float,
         draining: bool = False,
+        limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         """Insert or renew a live worker's row in one write, expiring ``ttl_seconds`` from now,
         with its demand (ready jobs per queue, as :meth:`queue_demand` counts them; 0 for every
-        queue while ``draining``)."""
+        queue while ``draining``) and ``limits``, what it shed and refused per job name
+        (``WorkerRecord.limits``; a driver without a lease store keeps none)."""
 
     @abc.abstractmethod
     def worker_list(self) -> list[WorkerRecord]:

@@ -9,6 +9,7 @@ from django.core.management.base import CommandParser
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX
 from ultimat3_jobs.management.jobs_consumers import add_consumer_verbs
 from ultimat3_jobs.management.jobs_factories import add_factory_verbs
+from ultimat3_jobs.management.jobs_leases import add_lease_verbs
 from ultimat3_jobs.management.jobs_subjects import add_subject_verbs
 from ultimat3_jobs.management.jobs_webhooks import add_webhook_verbs
 
@@ -136,4 +137,5 @@ def add_verbs(parser: CommandParser) -> None:
     add_webhook_verbs(verbs_parser)
     add_consumer_verbs(verbs_parser)
     add_subject_verbs(verbs_parser)
+    add_lease_verbs(verbs_parser)
     add_factory_verbs(verbs_parser)

@@ -4,9 +4,10 @@ Layer L4 (processes). Needs the ``prometheus`` extra (``ultimat3-jobs[prometheus
 installs ``prometheus-client``); importing this module without it raises ``ImproperlyConfigured``
 saying so.
 
-:class:`JobsCollector` is a ``prometheus_client`` custom collector: each ``collect()`` costs three
-reads, ``queue_stats``, ``worker_list`` and ``counter_total`` (see their costs on
-:class:`~ultimat3_jobs.drivers.base.JobDriver`), and ``describe()`` none. :func:`exposition`
+:class:`JobsCollector` is a ``prometheus_client`` custom collector: each ``collect()`` costs four
+reads, ``queue_stats``, ``worker_list``, ``counter_total`` and ``lease_list`` (see their costs on
+:class:`~ultimat3_jobs.drivers.base.JobDriver`; three on a driver without a lease store), and
+``describe()`` none. :func:`exposition`
 answers one scrape from a registry that holds this collector only, in the format the scraper's
 ``Accept`` header asks for: OpenMetrics for ``application/openmetrics-text``, else the text
 format 0.0.4.
@@ -31,6 +32,14 @@ Families:
     Settles per job name since the counters began (``completed``, ``retried``, ``dead``,
     ``dropped``, ``refused``, ``cancelled``): the sum of every counter bucket, minute and hour.
     It falls only if counter rows are deleted, which Prometheus reads as a counter reset.
+``ultimat3_jobs_lease_slots_held{name}`` (gauge)
+    Concurrency slots held now per job name (its fleet cap's key and every key of a keyed cap).
+``ultimat3_jobs_lease_shed{name}`` (gauge)
+    Jobs the live workers shed back to the queue since they started, their limit's key being
+    busy (a shed is no settle: ``jobs_settled`` never counts it). It falls when a worker stops.
+``ultimat3_jobs_lease_refused{name}`` (gauge)
+    Jobs the live workers refused (``when_busy="fail"``) since they started; the lasting count
+    is ``jobs_settled{outcome="refused"}``.
 
 ``ultimat3_jobs_backfill_pending{name}`` (gauge)
     1 while a declared backfill is pending here (declared for this environment, not
@@ -46,13 +55,14 @@ the metrics view passes in (one more read, only when a backfill is declared).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.operator.leases import slots_held
 from ultimat3_jobs.types import CounterTotal, JobState, QueueStats, WorkerRecord
 
 EXTRA_MISSING = (
@@ -78,9 +88,14 @@ def _gauge(name: str, help_text: str, labels: Sequence[str]) -> GaugeMetricFamil
 
 
 def families(
-    stats: Iterable[QueueStats], workers: Iterable[WorkerRecord], totals: Iterable[CounterTotal]
+    stats: Iterable[QueueStats],
+    workers: Iterable[WorkerRecord],
+    totals: Iterable[CounterTotal],
+    held: Mapping[str, int] | None = None,
 ) -> list[Metric]:
-    """The six families of one scrape, built from the three reads' rows."""
+    """The nine families of one scrape, built from the reads' rows (``held``: concurrency
+    slots per job name)."""
+    workers = list(workers)
     depth: dict[tuple[str, str], int] = {}
     oldest: dict[str, float] = {}
     demand: dict[str, int] = {}
@@ -129,7 +144,35 @@ def families(
     for total in totals:
         for outcome, count in total.counts().items():
             settled.add_metric([total.name, outcome], count)
-    return [queue_depth, oldest_ready, dead_jobs, queue_demand, queue_workers, settled]
+    return [
+        queue_depth,
+        oldest_ready,
+        dead_jobs,
+        queue_demand,
+        queue_workers,
+        settled,
+        *_lease_families(workers, held or {}),
+    ]
+
+
+def _lease_families(workers: list[WorkerRecord], held: Mapping[str, int]) -> list[Metric]:
+    slots = _gauge("lease_slots_held", "Concurrency slots held now per job name.", ["name"])
+    for name in sorted(held):
+        slots.add_metric([name], held[name])
+    made = []
+    for what, help_text in (
+        ("shed", "Jobs the live workers shed for a busy limit since they started, per job name."),
+        ("refused", "Jobs the live workers refused for a busy key since they started, per name."),
+    ):
+        total: dict[str, int] = {}
+        for worker in workers:
+            for name, count in worker.limits.get(what, {}).items():
+                total[name] = total.get(name, 0) + count
+        gauge = _gauge(f"lease_{what}", help_text, ["name"])
+        for name in sorted(total):
+            gauge.add_metric([name], total[name])
+        made.append(gauge)
+    return [slots, *made]
 
 
 def backfill_families(views: Iterable[Any]) -> list[Metric]:
@@ -172,7 +215,8 @@ class JobsCollector(Collector):
         stats = driver.queue_stats()
         workers = driver.worker_list()
         totals = driver.counter_total()
-        found = families(stats, workers, totals)
+        held = slots_held(driver.lease_list(kind="concurrency")) if driver.has_lease_store else {}
+        found = families(stats, workers, totals, held)
         views = list(self._backfills()) if self._backfills is not None else []
         if views:  # no backfill declared: no backfill family
             found += backfill_families(views)
@@ -189,7 +233,7 @@ def exposition(
     accept: str = "",
     backfills: Callable[[], Iterable[Any]] | None = None,
 ) -> tuple[bytes, str]:
-    """The body and content type of one scrape (three reads of the store, and ``backfills()``
+    """The body and content type of one scrape (four reads of the store, and ``backfills()``
     when given), in the format that ``accept`` (a scraper's ``Accept`` header) asks for:
     OpenMetrics when it names ``application/openmetrics-text``, else the text format 0.0.4."""
     encode, content_type = choose_encoder(accept)
@@ -199,6 +243,6 @@ def exposition(
 
 
 def render(driver: JobDriver) -> str:
-    """The text format 0.0.4 of one scrape (three reads of the store)."""
+    """The text format 0.0.4 of one scrape (four reads of the store)."""
     body, _ = exposition(driver)
     return body.decode()

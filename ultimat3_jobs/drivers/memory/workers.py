@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 
@@ -23,6 +23,7 @@ class WorkerStatements(MemoryState):
         slots: int,
         ttl_seconds: float,
         draining: bool = False,
+        limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         if isinstance(queues, str):
             raise TypeError("queues must be a sequence of queue names, not one string")
@@ -44,6 +45,7 @@ class WorkerStatements(MemoryState):
                 started_at=previous.started_at if previous is not None else now,
                 heartbeat_at=now,
                 expires_at=now + timedelta(seconds=float(ttl_seconds)),
+                limits={what: dict(names) for what, names in (limits or {}).items()},
             )
 
     def worker_list(self) -> list[WorkerRecord]:
@@ -52,7 +54,12 @@ class WorkerStatements(MemoryState):
             live = [worker for worker in self._workers.values() if worker.expires_at > now]
         live.sort(key=lambda worker: worker.id)
         return [
-            replace(worker, queues=list(worker.queues), demand=dict(worker.demand))
+            replace(
+                worker,
+                queues=list(worker.queues),
+                demand=dict(worker.demand),
+                limits={what: dict(names) for what, names in worker.limits.items()},
+            )
             for worker in live
         ]
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, WakeSubscription
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.params import WAKE_CHANNEL
 from ultimat3_jobs.drivers.postgres.rows import operator as operator_rows
+from ultimat3_jobs.drivers.postgres.rows.operator import encode_limits
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.models import RawStatementManager
@@ -44,6 +45,7 @@ class WorkerMethods:
         slots: int,
         ttl_seconds: float,
         draining: bool = False,
+        limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         if isinstance(queues, str):
             raise TypeError("queues must be a sequence of queue names, not one string")
@@ -58,6 +60,7 @@ class WorkerMethods:
                 "ttl_seconds": float(ttl_seconds),
                 "draining": bool(draining),
                 "limit": QUEUE_DEMAND_ROWS,
+                "limits": encode_limits(limits),
             },
         )
 

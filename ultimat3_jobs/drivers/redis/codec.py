@@ -188,7 +188,7 @@ def claimed_job(answer: Sequence[Any]) -> ClaimedJob:
 
 
 def worker_record(answer: Sequence[Any]) -> WorkerRecord:
-    worker_id, host, pid, queues, slots, demand, started, beat, expires = (
+    worker_id, host, pid, queues, slots, demand, started, beat, expires, limits = (
         text(value) for value in answer
     )
     return WorkerRecord(
@@ -201,6 +201,7 @@ def worker_record(answer: Sequence[Any]) -> WorkerRecord:
         started_at=moment(started),  # type: ignore[arg-type]
         heartbeat_at=moment(beat),  # type: ignore[arg-type]
         expires_at=moment(expires),  # type: ignore[arg-type]
+        limits=json.loads(str(limits)),
     )
 
 

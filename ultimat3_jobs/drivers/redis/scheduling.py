@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -84,6 +84,7 @@ class SchedulerMethods(RedisStore):
         slots: int,
         ttl_seconds: float,
         draining: bool = False,
+        limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         if isinstance(queues, str):
             raise TypeError("queues must be a sequence of queue names, not one string")
@@ -97,6 +98,7 @@ class SchedulerMethods(RedisStore):
             repr(float(ttl_seconds)),
             "1" if draining else "0",
             str(QUEUE_DEMAND_ROWS),
+            json.dumps({what: dict(counts) for what, counts in (limits or {}).items()}),
             *names,
         ]
         self._run("worker_heartbeat", args)

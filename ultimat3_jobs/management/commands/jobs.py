@@ -1,7 +1,7 @@
 """``manage.py jobs``: the operator CLI.
 
-``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron|send-event|purge|
-webhooks|consumers|subjects``.
+``jobs list|show|cancel|requeue|promote|remove|pause|resume|stats|cron|send-event|webhooks|
+consumers|subjects|leases``, and the factories' verbs (``purge``, ``backfill``).
 Every verb acts through :mod:`ultimat3_jobs.operator` on the configured driver, as the admin does
 (``send-event`` through :func:`~ultimat3_jobs.send_event`, as a job would); every read takes
 ``--json`` for machines. A refusal prints its ``X_*`` code and message and exits with status 1.
@@ -25,6 +25,7 @@ from ultimat3_jobs.errors import JobsError
 from ultimat3_jobs.management.jobs_arguments import add_verbs
 from ultimat3_jobs.management.jobs_consumers import ConsumerVerbs
 from ultimat3_jobs.management.jobs_factories import FACTORY_VERBS, FactoryVerbs
+from ultimat3_jobs.management.jobs_leases import LeaseVerbs
 from ultimat3_jobs.management.jobs_reads import ReadVerbs
 from ultimat3_jobs.management.jobs_subjects import SubjectVerbs
 from ultimat3_jobs.management.jobs_webhooks import WebhookVerbs
@@ -51,7 +52,9 @@ JOB_VERBS: dict[str, tuple[OneJobVerb, ManyJobsVerb, str]] = {
 }
 
 
-class Command(FactoryVerbs, ReadVerbs, WebhookVerbs, ConsumerVerbs, SubjectVerbs, BaseCommand):
+class Command(
+    FactoryVerbs, ReadVerbs, WebhookVerbs, ConsumerVerbs, SubjectVerbs, LeaseVerbs, BaseCommand
+):
     help = (
         "Operate ultimat3-jobs: list and show jobs; cancel, requeue, promote or remove them; "
         "pause and resume queues, job names and cron jobs; read queue stats and cron jobs."
@@ -85,6 +88,8 @@ class Command(FactoryVerbs, ReadVerbs, WebhookVerbs, ConsumerVerbs, SubjectVerbs
                 self._consumers(options)
             elif verb == "subjects":
                 self._subjects(options)
+            elif verb == "leases":
+                self._leases(options)
             elif verb in FACTORY_VERBS:
                 self._factory(verb, options)
         except JobsError as exc:

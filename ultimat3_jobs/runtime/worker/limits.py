@@ -10,7 +10,9 @@ the job gets a slot. A job without limits passes with no statement. Otherwise on
   little later, its attempt given back, no error, no counter, no ``on_settled``. The delay is
   the rate stamp's wait, or for a busy concurrency key one that grows with the sheds of that key
   this worker made lately, so a crowd of jobs of one busy key spreads out instead of coming back
-  together (no hot spin);
+  together. No hot spin: a shed job counts as not found, so a claim that only shed backs the
+  loop off as an empty one does, and the next claim asks for one job only (a probe) until a run
+  is admitted again; only a rate stamp's wait, which is exact, brings the loop back early;
 - a full key, ``when_busy="fail"``, and evidence another live run holds it (its holder rows,
   another job's): failed for good without running the body, counted ``refused``,
   ``on_settled(ctx, "refused")``;
@@ -120,6 +122,9 @@ class LeaseGate:
         self._lock = threading.Lock()
         self.shed = 0
         self.refused = 0
+        self.by_name: dict[str, dict[str, int]] = {"shed": {}, "refused": {}}
+        """Sheds and refusals per job name since this gate began (the worker's registry row
+        reports them)."""
 
     def admit(self, job: ClaimedJob, definition: JobDefinition | None) -> bool:
         """Whether the run may start now; when not, its job was settled here (shed, refused or
@@ -154,7 +159,7 @@ class LeaseGate:
             logger.warning("jobs.lease.failed: %s %s: %s; released", job.name, job.id, exc)
             self._driver.reset_connection()
             try:
-                self._give_back(job, delay=SHED_BASE_SECONDS)
+                self._give_back(job, delay=SHED_BASE_SECONDS, exact=False)
             except STORE_ERRORS:
                 logger.warning("jobs.lease.release_failed: %s stays leased until rescued", job.id)
         return False
@@ -182,13 +187,16 @@ class LeaseGate:
             delay = grant.retry_after + RATE_SLACK_SECONDS * random.uniform(1.0, 2.0)
         else:
             delay = self._pacer.delay(key)
-        if self._give_back(job, delay=delay):
+        if self._give_back(job, delay=delay, exact=is_rate):
             self.shed += 1
+            self._count("shed", job.name)
             logger.debug(
                 "jobs.lease.shed: %s %s: %s busy; due in %.2fs", job.name, job.id, key, delay
             )
 
-    def _give_back(self, job: ClaimedJob, *, delay: float) -> bool:
+    def _give_back(self, job: ClaimedJob, *, delay: float, exact: bool) -> bool:
+        """Back to ``queued`` due in ``delay`` s; ``exact``: a rate stamp's wait, which the
+        loop comes back for (``on_shed``); a busy key's paced delay is left to the poll."""
         landed = self._driver.job_nack(
             job_id=job.id,
             claim_token=job.claim_token,
@@ -196,9 +204,18 @@ class LeaseGate:
             delay_seconds=delay,
             counts_as_attempt=False,
         )
-        if landed and self._on_shed is not None:
+        if landed and exact and self._on_shed is not None:
             self._on_shed(delay)
         return landed
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            return {what: dict(names) for what, names in self.by_name.items() if names}
+
+    def _count(self, what: str, name: str) -> None:
+        with self._lock:
+            counts = self.by_name[what]
+            counts[name] = counts.get(name, 0) + 1
 
     def _refuse(self, job: ClaimedJob, definition: JobDefinition, grant: LeaseGrant) -> bool:
         """Refuse the job when another live run holds its key; False without that evidence
@@ -216,6 +233,7 @@ class LeaseGate:
             counts_as_attempt=False,
         ):
             self.refused += 1
+            self._count("refused", job.name)
             logger.info("jobs.lease.refused: %s %s: %s is held", job.name, job.id, key)
             self._ended(job, definition, "refused")
         return True
@@ -258,8 +276,8 @@ class WorkerLimits:
     """Every limit the worker keeps, behind the loop's few hooks: refused at start when a
     declared limit cannot be enforced (:func:`unenforceable`); the per-process limiter before
     each claim (``limiter.py``); the lease gate after it. A claimed job that goes back to wait
-    for its key, due in ``delay`` s, calls ``on_retry(delay)`` and sets the loop's wake-up
-    (:meth:`wakes`): its slot is free again."""
+    for a rate stamp, due in ``delay`` s, calls ``on_retry(delay)``, so the idle loop looks
+    again by then; after a claim whose every job was shed the next claim is a probe of one."""
 
     def __init__(
         self,
@@ -273,22 +291,19 @@ class WorkerLimits:
         if refused is not None:
             raise refused
         self._registry = registry
-        self._on_retry = on_retry
-        self._wake: threading.Event | None = None
+        self._probing = False
         self.limiter = ProcessLimiter(config.limits)
         self.gate = LeaseGate(
-            driver=driver, worker_id=config.worker_id, hooks=hooks, on_shed=self._shed
+            driver=driver, worker_id=config.worker_id, hooks=hooks, on_shed=on_retry
         )
-
-    def wakes(self, signal: threading.Event) -> None:
-        """The loop's wake-up, which a shed sets."""
-        self._wake = signal
 
     def plan(
         self, queues: tuple[str, ...], want: int, running: Callable[[], Sequence[Attempt]]
     ) -> tuple[int, tuple[str, ...], float | None]:
         """How many to claim from which queues, and how long the loop waits after a full claim
         (``None``: until a slot frees)."""
+        if self._probing:
+            want = min(want, 1)
         if not self.limiter.active or want <= 0:
             return want, queues, None
         plan = self.limiter.plan(queues, want, running())
@@ -298,19 +313,25 @@ class WorkerLimits:
         """The claimed jobs whose runs may start (spending the limiter's rate); the others were
         shed, refused or failed here."""
         self.limiter.took(len(jobs))
-        return [job for job in jobs if self.gate.admit(job, self._definition(job))]
+        shed = self.gate.shed
+        admitted = [job for job in jobs if self.gate.admit(job, self._definition(job))]
+        if admitted:
+            self._probing = False
+        elif self.gate.shed > shed:
+            self._probing = True  # every job went back to wait: the next claim probes
+        return admitted
 
     def done(self, attempt: Attempt) -> None:
         self.gate.done(attempt)
 
+    def counts(self) -> dict[str, dict[str, int]]:
+        """The gate's sheds and refusals per job name since the worker started, for its
+        registry row (``{"shed": {name: n}, "refused": {name: n}}``, empty kinds left out)."""
+        return self.gate.counts()
+
     def _definition(self, job: ClaimedJob) -> JobDefinition | None:
         handle = self._registry.find(job.name)
         return handle.definition if handle is not None else None
-
-    def _shed(self, delay: float) -> None:
-        self._on_retry(delay)
-        if self._wake is not None:
-            self._wake.set()
 
 
 def _busy_message(key: str, holders: list[LeaseHolder]) -> str:

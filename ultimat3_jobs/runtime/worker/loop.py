@@ -5,13 +5,12 @@ plus, once bodies have proved short, the next batch (claim-ahead, ``ahead.py``):
 frees starts the next claimed attempt on its own thread. Bodies run in ``bodies.py`` (sync on a
 thread pool, ``async def`` on one event loop thread); the settler batches their endings and the
 maintenance thread keeps their leases, those claimed ahead included. When a claim finds fewer
-jobs than it asked for the loop backs off (floor, doubling, ceiling); a wake, a freed slot, or
-a stop cuts the wait short.
+jobs than it asked for (a job shed for a busy limit counts as not found) the loop backs off
+(floor, doubling, ceiling); a wake, a freed slot, or a stop cuts the wait short.
 
 Shutdown has two phases. The first (SIGTERM/SIGINT, ``request_stop()``) stops claiming, gives
 back at once what was claimed ahead, and lets running attempts finish within the grace period;
-what still runs after it is released back to ``queued`` at once, not after its lease. A second
-request skips the wait.
+what still runs after it is released back to ``queued`` at once. A second skips the wait.
 """
 
 from __future__ import annotations
@@ -108,9 +107,7 @@ class Worker:
             hooks=self._hooks,
             on_retry=self._retry_written,
         )
-        # hook: limits — refused at start when unenforceable; then before and after each claim
         self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
-        self._limits.wakes(self._signal)
         self._maintenance = Maintenance(
             driver=driver,
             config=config,
@@ -120,6 +117,7 @@ class Worker:
             on_dead=self._rescued_dead,
             decide=rescue_policy(self.registry),
             is_draining=lambda: not self._accepting,
+            limit_counts=self._limits.counts,  # hook: limits (start, claims, registry row)
         )
 
     # -- control -------------------------------------------------------------------------------
@@ -190,13 +188,15 @@ class Worker:
                         self._signal.wait(store_wait)
                         continue
                     self.claim_count += 1
-                    for job in self._limits.admit(jobs):  # hook: limits (the lease gate)
+                    admitted = self._limits.admit(jobs)  # hook: limits; a shed one is not found
+                    for job in admitted:
                         self._ahead.add(self._track(job))
                     self._start_waiting()
                     if jobs:
                         self.claimed.set()
+                    if admitted:
                         self._backoff.reset()
-                    if len(jobs) < want:
+                    if len(admitted) < want:
                         if self.config.burst and not jobs and not self._running:
                             self.exit_reason = "burst: nothing is due"
                             break

@@ -61,6 +61,7 @@ class Maintenance(threading.Thread):
         on_timeout: Callable[[Attempt], None],
         is_draining: Callable[[], bool],
         slots: Callable[[], int] | None = None,
+        limit_counts: Callable[[], dict[str, dict[str, int]]] | None = None,
     ) -> None:
         super().__init__(name="jobs-maintenance", daemon=True)
         self._driver = driver
@@ -71,6 +72,7 @@ class Maintenance(threading.Thread):
         self._on_timeout = on_timeout
         self._is_draining = is_draining
         self._slots = slots
+        self._limit_counts = limit_counts
         self._stopping = threading.Event()
         self._kick = threading.Event()
         now = time.monotonic()
@@ -227,6 +229,7 @@ class Maintenance(threading.Thread):
             slots=self._config.concurrency if self._slots is None else self._slots(),
             ttl_seconds=max(self._config.lease_seconds, self._config.registry_interval * 3),
             draining=self._is_draining(),
+            limits=None if self._limit_counts is None else self._limit_counts(),
         )
 
     def rescue(self) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from ultimat3_jobs.drivers.postgres.rows.result import Result
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
@@ -101,6 +104,7 @@ def workers(result: Result) -> list[WorkerRecord]:
             started_at=started_at,
             heartbeat_at=heartbeat_at,
             expires_at=expires_at,
+            limits=decode_limits(limits),
         )
         for (
             id_,
@@ -112,5 +116,17 @@ def workers(result: Result) -> list[WorkerRecord]:
             started_at,
             heartbeat_at,
             expires_at,
-        ) in result.picked(*WORKER)
+            limits,
+        ) in result.picked(*WORKER, "limits")
     ]
+
+
+def encode_limits(limits: Mapping[str, Mapping[str, int]] | None) -> str:
+    """A worker's shed and refused counts per job name as the ``limits`` column's JSON."""
+    clean = {what: {n: int(c) for n, c in names.items()} for what, names in (limits or {}).items()}
+    return json.dumps(clean, sort_keys=True)
+
+
+def decode_limits(text: str | None) -> dict[str, dict[str, int]]:
+    found = decode_json(text) if text else {}
+    return {what: {n: int(c) for n, c in names.items()} for what, names in found.items()}

@@ -22,10 +22,10 @@ with recursive {{queue_levels}}, demand as (
     )
 )
 insert into x_job_workers as w (
-    id, host, pid, queues, slots, demand, started_at, heartbeat_at, expires_at
+    id, host, pid, queues, slots, demand, limits, started_at, heartbeat_at, expires_at
 )
 select %(id)s, %(host)s, %(pid)s, to_jsonb(%(queues)s::text[]), %(slots)s, d.demand,
-       now(), now(), now() + make_interval(secs => %(ttl_seconds)s::float8)
+       %(limits)s::jsonb, now(), now(), now() + make_interval(secs => %(ttl_seconds)s::float8)
 from demand d
 on conflict (id) do update
 set host = excluded.host,
@@ -33,13 +33,15 @@ set host = excluded.host,
     queues = excluded.queues,
     slots = excluded.slots,
     demand = excluded.demand,
+    limits = excluded.limits,
     heartbeat_at = excluded.heartbeat_at,
     expires_at = excluded.expires_at
 
 -- name: worker_list
 -- Only rows a heartbeat renewed in time: a row past expires_at is a lost worker, whether or not
 -- a later heartbeat has purged it yet. Ids sort by code point, whatever the database's collation.
-select id, host, pid, queues::text, slots, demand::text, started_at, heartbeat_at, expires_at
+select id, host, pid, queues::text, slots, demand::text, started_at, heartbeat_at, expires_at,
+       limits::text
 from x_job_workers
 where expires_at > now()
 order by id collate "C"
