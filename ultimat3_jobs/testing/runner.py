@@ -123,14 +123,7 @@ class _Tally:
 
 def _attempt(job: ClaimedJob, driver: JobDriver) -> Attempt:
     handle = registry.find(job.name)
-    ctx = JobContext(
-        job_id=job.id,
-        name=job.name,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-        queue=job.queue,
-        tenant_id=job.tenant_id,
-    )
+    ctx = JobContext.for_claimed(job)
     attempt = Attempt(job=job, definition=handle.definition if handle else None, ctx=ctx)
 
     def keep_progress(value: Any) -> None:

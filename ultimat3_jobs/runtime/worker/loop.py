@@ -216,15 +216,7 @@ class Worker:
         started yet: it waits in the claim-ahead queue for a slot."""
         handle = self.registry.find(job.name)
         definition = handle.definition if handle is not None else None
-        ctx = JobContext(
-            job_id=job.id,
-            name=job.name,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
-            queue=job.queue,
-            tenant_id=job.tenant_id,
-            traceparent=job.traceparent,
-        )
+        ctx = JobContext.for_claimed(job)
         attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False)
         ctx._on_progress = partial(self._progress, attempt)
         is_async = definition is not None and definition.is_async  # hook: durable steps
