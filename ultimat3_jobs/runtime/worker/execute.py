@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import traceback
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -112,6 +114,37 @@ def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
     return Outcome(attempt, "lost")
 
 
+@contextlib.contextmanager
+def _body_scope(attempt: Attempt) -> Iterator[None]:
+    """The job's tenant and its context installed around its body (sync or async)."""
+    token = install_tenant(attempt.job.tenant_id)
+    running = install_job(attempt.ctx)
+    try:
+        yield
+    finally:
+        uninstall_job(running)
+        uninstall_tenant(token)
+
+
+def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]:
+    """Call a prepared sync body in its scope: ``(outcome, None)`` when it raised or was
+    suspended, ``(None, result)`` when it returned (its outcome is :func:`finish`'s)."""
+    assert attempt.definition is not None
+    with _body_scope(attempt):
+        try:
+            result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
+            if inspect.isawaitable(result):
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+                raise TypeError("the job body returned an awaitable; declare it with async def")
+        except StepSuspended:  # durable steps: the job is suspended, the attempt given back
+            return Outcome(attempt, "suspended"), None
+        except Exception as exc:
+            return failure(attempt, unwound(attempt, exc), worker_id=worker_id), None
+    return None, result
+
+
 def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     """Run a sync body on the calling (pool) thread, with the job's tenant installed and the
     thread's database connections checked after it, as Django checks them after a request."""
@@ -120,29 +153,15 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     refused = prepare(attempt)
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
-    assert attempt.definition is not None
-    token = install_tenant(attempt.job.tenant_id)
-    running = install_job(attempt.ctx)
     try:
-        result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-            raise TypeError("the job body returned an awaitable; declare it with async def")
-    except StepSuspended:  # durable steps: the job is suspended, the attempt given back
-        return Outcome(attempt, "suspended")
-    except Exception as exc:
-        return failure(attempt, unwound(attempt, exc), worker_id=worker_id)
+        ended, result = call_sync(attempt, worker_id=worker_id)
     finally:
-        uninstall_job(running)
-        uninstall_tenant(token)
         # Once per attempt, after the body, as Django does after a request: a connection the
         # body left broken, in a transaction or past its age is closed before this thread runs
         # anything else, so the next body on it starts with a sound one (a connection that
         # only aged while the thread was idle is closed after that next body).
         close_old_connections()
-    return finish(attempt, result, worker_id=worker_id)
+    return ended if ended is not None else finish(attempt, result, worker_id=worker_id)
 
 
 async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
@@ -157,15 +176,11 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
-    token = install_tenant(attempt.job.tenant_id)
-    running = install_job(attempt.ctx)
-    try:
-        result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
-    except StepSuspended:  # durable steps: the job is suspended, the attempt given back
-        return Outcome(attempt, "suspended")
-    except Exception as exc:
-        return failure(attempt, await aunwound(attempt, exc), worker_id=worker_id)
-    finally:
-        uninstall_job(running)
-        uninstall_tenant(token)
+    with _body_scope(attempt):
+        try:
+            result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
+        except StepSuspended:  # durable steps: the job is suspended, the attempt given back
+            return Outcome(attempt, "suspended")
+        except Exception as exc:
+            return failure(attempt, await aunwound(attempt, exc), worker_id=worker_id)
     return finish(attempt, result, worker_id=worker_id)
