@@ -8,7 +8,7 @@ import contextlib
 import contextvars
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,6 +79,22 @@ class WakeSubscription(Protocol):
 
     def close(self) -> None:
         """Stop listening; no ``on_wake`` call follows."""
+
+
+wake_logger = logging.getLogger("ultimat3_jobs.wake")
+
+
+def call_on_wake(on_wake: Callable[[str], None], queue: str) -> None:
+    """Call a subscriber's ``on_wake(queue)`` as every driver does: an exception in it is
+    logged, never raised (a wake is a hint; the poll still finds the job)."""
+    try:
+        on_wake(queue)
+    except Exception:
+        wake_logger.exception(
+            "jobs.wake.callback_failed: on_wake(%r) raised",
+            queue,
+            extra={"event": "jobs.wake.callback_failed", "queue": queue},
+        )
 
 
 def check_claim_queues(queues: Sequence[str]) -> list[str]:
