@@ -18,9 +18,9 @@ CORE = [
     "errors_base",
     "errors_features",
     "errors",
+    "serialization",
     "conf_rules",
     "conf",
-    "serialization",
 ]
 SEAM = [
     "drivers",

@@ -19,7 +19,6 @@ from ultimat3_jobs.model.requests import check_input_signature
 from ultimat3_jobs.model.steps import StepSuspended
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import AttemptError
 
 ERROR_MESSAGE_LIMIT = 2000
@@ -73,12 +72,7 @@ def finish(attempt: Attempt, result: Any, *, worker_id: str) -> Outcome:
         return failure(attempt, JobTimedOut(_timeout_message(attempt)), worker_id=worker_id)
     settings = get_settings()
     try:
-        result_json = encode_json(
-            result,
-            root="return value",
-            max_depth=settings.input_max_depth,
-            max_bytes=settings.input_max_bytes,
-        )
+        result_json = settings.encode_stored(result, root="return value")
     except JobInputInvalid as exc:
         return Outcome(
             attempt,
