@@ -10,7 +10,12 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from ultimat3_jobs.drivers.base import QUEUE_STATS_ROWS, check_job_list, cursor_gone
+from ultimat3_jobs.drivers.base import (
+    QUEUE_STATS_ROWS,
+    check_job_list,
+    check_queue_stats_limit,
+    cursor_gone,
+)
 from ultimat3_jobs.drivers.memory.rows import _json_text, _json_timestamp, _normalized, _Row
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
@@ -221,8 +226,7 @@ class OperatorStatements(MemoryState):
         self._move(row, JobState.QUEUED)
 
     def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
+        check_queue_stats_limit(limit)
         counts: dict[tuple[str, JobState], int] = {}
         oldest: dict[str, datetime] = {}
         due: dict[str, int] = {}
