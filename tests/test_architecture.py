@@ -12,14 +12,15 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
 CORE = [
+    "lazy",
     "records",
     "types",
     "errors_base",
     "errors_features",
     "errors",
+    "serialization",
     "conf_rules",
     "conf",
-    "serialization",
 ]
 SEAM = [
     "drivers",

@@ -12,10 +12,10 @@ The public API::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ultimat3_jobs.errors import LeaseExpired, Terminal
+from ultimat3_jobs.lazy import lazy_exports
 from ultimat3_jobs.types import EnqueueResult, JobState
 
 if TYPE_CHECKING:
@@ -42,25 +42,21 @@ __all__ = [
     "task",
 ]
 
-_LAZY = {
-    "job": ("ultimat3_jobs.model.definitions", "job"),
-    "cron": ("ultimat3_jobs.model.definitions", "cron"),
-    # Deprecated alias of cron: importing it is silent, calling it warns.
-    "task": ("ultimat3_jobs.model.definitions", "task"),
-    "Retry": ("ultimat3_jobs.model.definitions", "Retry"),
-    "Concurrency": ("ultimat3_jobs.model.limits", "Concurrency"),
-    "Rate": ("ultimat3_jobs.model.limits", "Rate"),
-    "JobHandle": ("ultimat3_jobs.model.definitions", "JobHandle"),
-    "JobContext": ("ultimat3_jobs.model.context", "JobContext"),
-    "enqueue": ("ultimat3_jobs.model.enqueue", "enqueue_by_name"),
-    "send_event": ("ultimat3_jobs.model.events", "send_event"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    # The job model reads Django settings; loading it lazily keeps `import ultimat3_jobs`
-    # safe before settings are configured (INSTALLED_APPS imports the package early).
-    if name in _LAZY:
-        module, attribute = _LAZY[name]
-        return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'ultimat3_jobs' has no attribute {name!r}")
+# The job model reads Django settings; loading it lazily keeps `import ultimat3_jobs` safe before
+# settings are configured (INSTALLED_APPS imports the package early).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "job": "ultimat3_jobs.model.definitions",
+        "cron": "ultimat3_jobs.model.definitions",
+        # Deprecated alias of cron: importing it is silent, calling it warns.
+        "task": "ultimat3_jobs.model.definitions",
+        "Retry": "ultimat3_jobs.model.definitions",
+        "Concurrency": "ultimat3_jobs.model.limits",
+        "Rate": "ultimat3_jobs.model.limits",
+        "JobHandle": "ultimat3_jobs.model.definitions",
+        "JobContext": "ultimat3_jobs.model.context",
+        "enqueue": "ultimat3_jobs.model.enqueue:enqueue_by_name",
+        "send_event": "ultimat3_jobs.model.events",
+    },
+)

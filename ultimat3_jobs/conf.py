@@ -38,6 +38,7 @@ from ultimat3_jobs.conf_rules import (  # noqa: F401 -- DRIVER_ALIASES, number: 
 )
 from ultimat3_jobs.errors import JobsConfigurationError
 from ultimat3_jobs.records import LIMIT_KEYS, ProcessLimits
+from ultimat3_jobs.serialization import encode_json
 
 DRIVER_DEFAULT = "postgres"
 DATABASE_DEFAULT = "default"
@@ -142,6 +143,14 @@ class Settings:
     purge_cron: str | None = PURGE_CRON_DEFAULT
     purge_batch_size: int = PURGE_BATCH_SIZE_DEFAULT
     environment: str = ENVIRONMENT_DEFAULT
+
+    def encode_stored(self, value: Any, *, root: str = "input") -> str:
+        """``value`` as the JSON text the store keeps for a job's input, its result, a step's
+        result or an event's payload: the input rules under INPUT_MAX_DEPTH and INPUT_MAX_BYTES
+        (refused with :class:`~ultimat3_jobs.errors.JobInputInvalid` naming ``root``)."""
+        return encode_json(
+            value, root=root, max_depth=self.input_max_depth, max_bytes=self.input_max_bytes
+        )
 
     @property
     def driver_path(self) -> str:

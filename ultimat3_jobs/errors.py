@@ -121,226 +121,154 @@ from ultimat3_jobs.errors_features import (  # noqa: F401  (re-exported: import 
 )
 
 
-class JobsConfigurationError(JobsError, ImproperlyConfigured):
+class JobsConfigurationError(JobsError, ImproperlyConfigured, code="X_CONFIG_INVALID"):
     """The ULTIMAT3_JOBS setting is invalid."""
 
-    code = "X_CONFIG_INVALID"
 
-
-class JobDeclarationInvalid(JobsError, ValueError):
+class JobDeclarationInvalid(JobsError, ValueError, code="X_JOB_DECLARATION_INVALID"):
     """A @job or @cron declaration is invalid."""
 
-    code = "X_JOB_DECLARATION_INVALID"
 
-
-class JobNameDuplicate(JobDeclarationInvalid):
+class JobNameDuplicate(JobDeclarationInvalid, code="X_JOB_NAME_DUPLICATE"):
     """Two jobs were declared with the same name."""
 
-    code = "X_JOB_NAME_DUPLICATE"
 
-
-class JobTenantRequired(JobDeclarationInvalid):
+class JobTenantRequired(JobDeclarationInvalid, code="X_JOB_TENANT_REQUIRED"):
     """A job must declare its tenant: tenant="none" or a callable of the input."""
 
-    code = "X_JOB_TENANT_REQUIRED"
 
-
-class EnqueueRefused(JobsError, ValueError):
+class EnqueueRefused(
+    JobsError, ValueError, code="X_ENQUEUE_REFUSED", fields={"field": None, "rule": None}
+):
     """The enqueue was refused and nothing was written."""
 
-    code = "X_ENQUEUE_REFUSED"
-
-    def __init__(
-        self, message: str | None = None, *, field: str | None = None, rule: str | None = None
-    ) -> None:
-        self.field = field
-        self.rule = rule
-        super().__init__(message, field=field, rule=rule)
+    field: str | None
+    rule: str | None
 
 
-class JobInputInvalid(EnqueueRefused):
+class JobInputInvalid(EnqueueRefused, code="X_JOB_INPUT_INVALID"):
     """The job's input is not valid JSON for a job."""
 
-    code = "X_JOB_INPUT_INVALID"
 
-
-class JobQueueInvalid(EnqueueRefused):
+class JobQueueInvalid(EnqueueRefused, code="X_JOB_QUEUE_INVALID"):
     """The queue name is invalid."""
 
-    code = "X_JOB_QUEUE_INVALID"
 
-
-class JobPriorityInvalid(EnqueueRefused):
+class JobPriorityInvalid(EnqueueRefused, code="X_JOB_PRIORITY_INVALID"):
     """The priority is out of range."""
 
-    code = "X_JOB_PRIORITY_INVALID"
 
-
-class JobRunAtInvalid(EnqueueRefused):
+class JobRunAtInvalid(EnqueueRefused, code="X_JOB_RUN_AT_INVALID"):
     """The run time is invalid."""
 
-    code = "X_JOB_RUN_AT_INVALID"
 
-
-class JobOptionInvalid(EnqueueRefused):
+class JobOptionInvalid(EnqueueRefused, code="X_JOB_OPTION_INVALID"):
     """An enqueue option is invalid."""
 
-    code = "X_JOB_OPTION_INVALID"
 
-
-class JobUnknown(EnqueueRefused, LookupError):
+class JobUnknown(EnqueueRefused, LookupError, code="X_JOB_UNKNOWN"):
     """No job is declared under that name."""
 
-    code = "X_JOB_UNKNOWN"
 
-
-class JobDuplicate(JobsError):
+class JobDuplicate(JobsError, code="X_JOB_DUPLICATE", fields={"existing_id": None}):
     """A live job with the same name and idempotency key exists."""
 
-    code = "X_JOB_DUPLICATE"
-
-    def __init__(self, message: str | None = None, *, existing_id: uuid.UUID | None = None) -> None:
-        self.existing_id = existing_id
-        super().__init__(message, existing_id=existing_id)
+    existing_id: uuid.UUID | None
 
 
-class JobNotFound(JobsError, LookupError):
+class JobNotFound(JobsError, LookupError, code="X_JOB_NOT_FOUND"):
     """No job has that id."""
 
-    code = "X_JOB_NOT_FOUND"
 
-
-class JobNotRequeueable(JobsError):
+class JobNotRequeueable(JobsError, code="X_JOB_NOT_REQUEUEABLE"):
     """Only a finished job (completed, failed or cancelled) can be requeued."""
 
-    code = "X_JOB_NOT_REQUEUEABLE"
 
-
-class JobNotCancellable(JobsError):
+class JobNotCancellable(JobsError, code="X_JOB_NOT_CANCELLABLE"):
     """Only a live job (queued or running) can be cancelled."""
 
-    code = "X_JOB_NOT_CANCELLABLE"
 
-
-class JobNotPromotable(JobsError):
+class JobNotPromotable(JobsError, code="X_JOB_NOT_PROMOTABLE"):
     """Only a queued job can be made due now."""
 
-    code = "X_JOB_NOT_PROMOTABLE"
 
-
-class JobNotRemovable(JobsError):
+class JobNotRemovable(JobsError, code="X_JOB_NOT_REMOVABLE"):
     """A running job cannot be removed; cancel it first."""
 
-    code = "X_JOB_NOT_REMOVABLE"
 
-
-class CancelReasonInvalid(JobsError, ValueError):
+class CancelReasonInvalid(JobsError, ValueError, code="X_CANCEL_REASON_INVALID"):
     """A cancel reason must be text of at most 1,000 characters, without NUL."""
 
-    code = "X_CANCEL_REASON_INVALID"
 
-
-class JobAborted(JobsError):
+class JobAborted(JobsError, code="X_ABORTED"):
     """This job's attempt was cancelled: its body may write nothing more (no enqueue)."""
 
-    code = "X_ABORTED"
 
-
-class JobLeaseLost(JobsError):
+class JobLeaseLost(JobsError, code="X_JOB_LEASE_LOST"):
     """This attempt no longer holds its job (rescued, cancelled or settled elsewhere): a step
     write was refused and nothing was written."""
 
-    code = "X_JOB_LEASE_LOST"
 
-
-class ConcurrencyUnenforceable(JobsError):
+class ConcurrencyUnenforceable(JobsError, code="X_JOB_CONCURRENCY_UNENFORCEABLE"):
     """A job declares a concurrency or rate limit and the driver keeps no leases to enforce it."""
 
-    code = "X_JOB_CONCURRENCY_UNENFORCEABLE"
 
-
-class ConcurrencyKeyInvalid(JobsError, ValueError):
+class ConcurrencyKeyInvalid(JobsError, ValueError, code="X_JOB_CONCURRENCY_KEY_INVALID"):
     """A job's concurrency or rate key function answered something other than a short string."""
 
-    code = "X_JOB_CONCURRENCY_KEY_INVALID"
 
-
-class LeaseKeyInvalid(JobsError, ValueError):
+class LeaseKeyInvalid(JobsError, ValueError, code="X_LEASE_KEY_INVALID"):
     """An operator named a lease key that is not a concurrency key as the store writes them."""
 
-    code = "X_LEASE_KEY_INVALID"
 
-
-class StepError(JobsError):
+class StepError(JobsError, code="X_STEP"):
     """A durable step was refused. Fails the job at once: a replay would meet it again."""
 
-    code = "X_STEP"
 
-
-class StepInvalid(StepError, ValueError):
+class StepInvalid(StepError, ValueError, code="X_STEP_INVALID"):
     """A step's name, result, duration or wake time breaks a rule; nothing was written."""
 
-    code = "X_STEP_INVALID"
 
-
-class StepMismatch(StepError):
+class StepMismatch(StepError, code="X_STEP_MISMATCH"):
     """A step's stored record does not match what the body asks of it now (another kind of step,
     another event or key): the body was changed while the job was running."""
 
-    code = "X_STEP_MISMATCH"
 
-
-class StepOnceInterrupted(StepError):
+class StepOnceInterrupted(StepError, code="X_STEP_ONCE_INTERRUPTED"):
     """A ``once`` step was started and never recorded done: it may have run, so it is never run
     a second time and the job fails."""
 
-    code = "X_STEP_ONCE_INTERRUPTED"
 
-
-class EventInvalid(JobsError, ValueError):
+class EventInvalid(JobsError, ValueError, code="X_EVENT_INVALID"):
     """An event's name, key, payload or time to live breaks a rule; nothing was sent."""
 
-    code = "X_EVENT_INVALID"
 
-
-class JobPageInvalid(JobsError, ValueError):
+class JobPageInvalid(JobsError, ValueError, code="X_JOB_PAGE_INVALID"):
     """The job list request is invalid (page size, cursor or filter)."""
 
-    code = "X_JOB_PAGE_INVALID"
 
-
-class JobClaimQueuesEmpty(JobsError, ValueError):
+class JobClaimQueuesEmpty(JobsError, ValueError, code="X_JOB_CLAIM_QUEUES_EMPTY"):
     """A claim must name at least one queue."""
 
-    code = "X_JOB_CLAIM_QUEUES_EMPTY"
 
-
-class PauseInvalid(JobsError, ValueError):
+class PauseInvalid(JobsError, ValueError, code="X_PAUSE_INVALID"):
     """A pause must name a scope (queue, job or task) and a non-empty target."""
 
-    code = "X_PAUSE_INVALID"
 
-
-class OutboxNoTransaction(JobsError):
+class OutboxNoTransaction(JobsError, code="X_OUTBOX_NO_TRANSACTION"):
     """A staged enqueue needs a transaction to hold it, and none is open."""
 
-    code = "X_OUTBOX_NO_TRANSACTION"
 
-
-class DriverUnavailable(JobsError):
+class DriverUnavailable(JobsError, code="X_DRIVER_UNAVAILABLE"):
     """The job store cannot be reached."""
 
-    code = "X_DRIVER_UNAVAILABLE"
 
-
-class DriverCapabilityMissing(JobsError):
+class DriverCapabilityMissing(JobsError, code="X_DRIVER_CAPABILITY_MISSING"):
     """The configured job store does not provide this capability (its driver says so with a
     ``has_*`` flag): use a driver that does, or leave the feature off."""
 
-    code = "X_DRIVER_CAPABILITY_MISSING"
 
-
-class StoreRefused(JobsError):
+class StoreRefused(JobsError, code="X_STORE_REFUSED", fields={"reason": "", "sqlstate": None}):
     """The job store refused the data of a write (a value it cannot hold, a constraint).
 
     ``reason`` is what the store said in one line (for PostgreSQL, the error's class and
@@ -349,30 +277,25 @@ class StoreRefused(JobsError):
     is refused again.
     """
 
-    code = "X_STORE_REFUSED"
+    reason: str
+    sqlstate: str | None
 
     def __init__(
         self, message: str | None = None, *, reason: str = "", sqlstate: str | None = None
     ) -> None:
-        self.reason = reason
-        self.sqlstate = sqlstate
         if message is None and reason:
             told = f"{reason} (SQLSTATE {sqlstate})" if sqlstate else reason
             message = f"the job store refused the write: {told}"
         super().__init__(message, reason=reason, sqlstate=sqlstate)
 
 
-class InvariantViolated(JobsError):
+class InvariantViolated(JobsError, code="X_INVARIANT"):
     """An internal rule of ultimat3-jobs was broken; please report it."""
 
-    code = "X_INVARIANT"
 
-
-class JobTenantMismatch(EnqueueRefused, Terminal):
+class JobTenantMismatch(EnqueueRefused, Terminal, code="X_JOB_TENANT_MISMATCH"):
     """A job's input names another tenant than the one it is enqueued by or runs for (or than
     its target's). Refused at enqueue (nothing is written); raised by a body, terminal."""
-
-    code = "X_JOB_TENANT_MISMATCH"
 
 
 class LeaseExpired(Exception):

@@ -63,7 +63,32 @@ def test_every_statement_that_counts_uses_the_shared_upsert() -> None:
         "counter_rollup",
     }
     for name in counting:
-        assert "{{counter_upsert}}" in WRITTEN[name], name
+        written = WRITTEN[name]
+        assert "{{counter_upsert}}" in written or "{{settled_counted}}" in written, name
+
+
+def test_the_settles_free_slots_and_count_through_one_fragment() -> None:
+    for name in ("job_settle_many", "job_nack_retry", "job_nack_fail", "job_nack_drop"):
+        assert "{{settled_slots_freed}}" in WRITTEN[name], name
+        assert "{{settled_counted}}" in WRITTEN[name], name
+    assert _count(r"using settled s where l\.job_id = s\.id") == 1
+    assert _count(r"when %\(counts_as_attempt\)s then j\.attempt else") == 1  # nacks' give-back
+
+
+def test_the_priority_level_walk_is_written_once() -> None:
+    assert _count(r"\) as below\b") == 1
+    for name in ("job_claim", "queue_demand"):
+        assert "as below" in STATEMENTS[name], name
+
+
+def test_each_purge_and_its_dry_run_count_read_one_definition_of_old() -> None:
+    for purge, count, old in (
+        ("job_purge_finished", "job_count_finished", "finished_jobs_old"),
+        ("events_purge_expired", "event_count_expired", "events_expired"),
+        ("counter_purge", "counter_count", "counters_old"),
+    ):
+        assert "{{" + old + "}}" in WRITTEN[purge], purge
+        assert "{{" + old + "}}" in WRITTEN[count], count
 
 
 def test_no_placeholder_is_left_in_a_loaded_statement() -> None:

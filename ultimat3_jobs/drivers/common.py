@@ -8,7 +8,7 @@ import contextlib
 import contextvars
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -16,6 +16,7 @@ from ultimat3_jobs.errors import JobClaimQueuesEmpty, JobPageInvalid, PauseInval
 from ultimat3_jobs.types import (
     COUNTER_PERIODS,
     PAUSE_SCOPES,
+    SETTLE_ACTIONS,
     CounterPeriod,
     Heartbeat,
     JobState,
@@ -79,6 +80,41 @@ class WakeSubscription(Protocol):
 
     def close(self) -> None:
         """Stop listening; no ``on_wake`` call follows."""
+
+
+wake_logger = logging.getLogger("ultimat3_jobs.wake")
+
+
+def call_on_wake(on_wake: Callable[[str], None], queue: str) -> None:
+    """Call a subscriber's ``on_wake(queue)`` as every driver does: an exception in it is
+    logged, never raised (a wake is a hint; the poll still finds the job)."""
+    try:
+        on_wake(queue)
+    except Exception:
+        wake_logger.exception(
+            "jobs.wake.callback_failed: on_wake(%r) raised",
+            queue,
+            extra={"event": "jobs.wake.callback_failed", "queue": queue},
+        )
+
+
+def check_settle_action(action: str) -> None:
+    """Refuse a settle item whose action is none of :data:`SETTLE_ACTIONS` (a caller's bug: a
+    ``ValueError``, nothing written)."""
+    if action not in SETTLE_ACTIONS:
+        raise ValueError(f"a settle action is one of {SETTLE_ACTIONS}; got {action!r}")
+
+
+def check_heartbeat_queues(queues: Sequence[str]) -> None:
+    """Refuse a worker heartbeat whose ``queues`` is one string instead of a list of names."""
+    if isinstance(queues, str):
+        raise TypeError("queues must be a sequence of queue names, not one string")
+
+
+def check_queue_stats_limit(limit: int) -> None:
+    """Refuse a ``queue_stats`` limit that is not a positive integer."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
 
 
 def check_claim_queues(queues: Sequence[str]) -> list[str]:

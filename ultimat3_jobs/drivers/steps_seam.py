@@ -50,6 +50,17 @@ class StepRecord:
     updated_at: datetime | None = None
 
 
+STEP_PUT_STATUSES: tuple[StepStatus, ...] = ("done", "compensated")
+"""What ``step_put`` writes; the other statuses have their own methods."""
+
+
+def check_step_put_status(status: str) -> None:
+    """Refuse a ``step_put`` of any status but ``done`` or ``compensated`` (a driver bug, not a
+    user's input: a ``ValueError``, nothing written)."""
+    if status not in STEP_PUT_STATUSES:
+        raise ValueError(f"step_put writes 'done' or 'compensated'; got {status!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class EventSent:
     """What ``event_send`` did: ``ended`` waits it ended (their jobs are due now)."""

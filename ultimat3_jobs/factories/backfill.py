@@ -32,6 +32,7 @@ from ultimat3_jobs.errors import (
     JobAborted,
     Terminal,
 )
+from ultimat3_jobs.factories.declared import Declared
 from ultimat3_jobs.factories.sources import Reader, count_of, reader_for
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, job
@@ -68,8 +69,7 @@ class BackfillDeclaration:
         return self.job.using(idempotency_key=key).enqueue()
 
 
-_lock = threading.Lock()
-_declared: dict[str, BackfillDeclaration] = {}
+_declared: Declared[BackfillDeclaration] = Declared("backfill", BackfillInvalid)
 
 
 def _refuse(name: str, option: str, rule: str, value: Any) -> BackfillInvalid:
@@ -133,7 +133,7 @@ def backfill(
     read = reader_for(name, queryset=queryset, pages=pages)
 
     def body(ctx: JobContext) -> dict[str, Any]:
-        return run(_declared[name], ctx)
+        return run(_declared.get(name), ctx)
 
     body.__qualname__ = f"backfill[{name}]"
     handle_ = job(
@@ -154,25 +154,18 @@ def backfill(
         count=count,
         job=handle_,
     )
-    with _lock:
-        _declared[name] = declaration
+    _declared.add(name, declaration)
     return handle_
 
 
 def declared_backfills() -> list[BackfillDeclaration]:
     """Every declared backfill, by name."""
-    with _lock:
-        return [_declared[name] for name in sorted(_declared)]
+    return _declared.all()
 
 
 def backfill_declaration(name: str) -> BackfillDeclaration:
     """The backfill declared under ``name``, or :class:`BackfillInvalid` naming the known."""
-    with _lock:
-        found = _declared.get(name)
-        known = ", ".join(sorted(_declared)) or "none"
-    if found is None:
-        raise BackfillInvalid(f"no backfill is declared under {name!r} (declared: {known})")
-    return found
+    return _declared.get(name)
 
 
 def run(declaration: BackfillDeclaration, ctx: JobContext) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.retention_seam import PURGE_LIMIT_MAX
 from ultimat3_jobs.errors import JobDeclarationInvalid
+from ultimat3_jobs.factories.declared import Declared
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, job
 from ultimat3_jobs.model.definitions import cron as cron_job
@@ -79,8 +80,7 @@ class PurgeDeclaration:
         return self.batch_size if self.batch_size is not None else get_settings().purge_batch_size
 
 
-_lock = threading.Lock()
-_declared: dict[str, PurgeDeclaration] = {}
+_declared: Declared[PurgeDeclaration] = Declared("purge", JobDeclarationInvalid)
 
 
 def _refuse(name: str, option: str, rule: str, value: Any) -> JobDeclarationInvalid:
@@ -132,33 +132,26 @@ def purge(
         raise _refuse(name, "max_batches", "must be an integer of at least 1", max_batches)
 
     def body(ctx: JobContext) -> dict[str, int]:
-        return run_pass(_declared[name], ctx)
+        return run_pass(_declared.get(name), ctx)
 
     body.__qualname__ = f"purge[{name}]"
     if cron is not None:
         handle = cron_job(cron=cron, tz=tz, name=name, queue=queue, tenant="none")(body)
     else:
         handle = job(name=name, queue=queue, tenant="none")(body)
-    with _lock:
-        _declared[name] = PurgeDeclaration(name, checked, batch_size, max_batches, handle)
+    _declared.add(name, PurgeDeclaration(name, checked, batch_size, max_batches, handle))
     return handle
 
 
 def declared_purges() -> list[PurgeDeclaration]:
     """Every declared purge, by name."""
-    with _lock:
-        return [_declared[name] for name in sorted(_declared)]
+    return _declared.all()
 
 
 def purge_declaration(name: str) -> PurgeDeclaration:
     """The purge declared under ``name``; :class:`JobDeclarationInvalid` naming the declared
     ones when there is none."""
-    with _lock:
-        found = _declared.get(name)
-        known = ", ".join(sorted(_declared)) or "none"
-    if found is None:
-        raise JobDeclarationInvalid(f"no purge is declared under {name!r} (declared: {known})")
-    return found
+    return _declared.get(name)
 
 
 def run_pass(declaration: PurgeDeclaration, ctx: JobContext) -> dict[str, int]:

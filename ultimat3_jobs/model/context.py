@@ -15,6 +15,7 @@ from typing import Any
 
 from ultimat3_jobs.errors import JobAborted
 from ultimat3_jobs.model.step_api import AsyncSteps, Steps
+from ultimat3_jobs.types import ClaimedJob
 
 logger = logging.getLogger("ultimat3_jobs.job")
 
@@ -125,3 +126,17 @@ class JobContext:
     def for_direct_call(cls, name: str, **fields: Any) -> JobContext:
         """A context for running a body outside the queue (tests, scripts)."""
         return cls(job_id=uuid.uuid4(), name=name, **fields)
+
+    @classmethod
+    def for_claimed(cls, job: ClaimedJob, *, tenant_id: str | None) -> JobContext:
+        """The context of an attempt of a claimed job, as the worker (and ``run_enqueued``)
+        hand it to the body, for the run's tenant ``tenant_id``."""
+        return cls(
+            job_id=job.id,
+            name=job.name,
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            queue=job.queue,
+            tenant_id=tenant_id,
+            traceparent=job.traceparent,
+        )

@@ -29,7 +29,6 @@ from ultimat3_jobs.model.origin import current_origin
 from ultimat3_jobs.model.signature import check_signature
 from ultimat3_jobs.model.tenancy import enqueuer_tenant, row_tenant, storable_text
 from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
-from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -197,11 +196,7 @@ class SharedRequest:
             )
         definition, settings = self.definition, self.settings
         check_input_signature(definition, input)
-        input_json = encode_json(
-            input if type(input) is dict else dict(input),
-            max_depth=settings.input_max_depth,
-            max_bytes=settings.input_max_bytes,
-        )
+        input_json = settings.encode_stored(input if type(input) is dict else dict(input))
         return EnqueueRequest(
             id=new_job_id(),
             name=definition.name,

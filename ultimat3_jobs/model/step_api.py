@@ -53,12 +53,42 @@ class _Checks:
         check_step_name(name, self._used)
         self._used.add(str(name))
 
-    @staticmethod
-    def _wait_args(
-        name: str, event: object, key: object, timeout: object
-    ) -> tuple[str, str | None, float]:
+    def _run_plan(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        compensate: Callable[[Any], Any] | None,
+        timeout: Duration | None,
+    ) -> Plan | None:
+        """The plan of a ``run`` step; ``None`` for a direct call (``fn`` checked, the name
+        taken: the caller calls ``fn`` itself)."""
+        limit = None if timeout is None else seconds_of(str(name), "timeout", timeout)
+        if self._state is None:
+            check_callable(str(name), "fn", fn)
+            self._direct(name)
+            return None
+        return self._state.plan_run(name, fn, compensate=compensate, timeout=limit)
+
+    def _wait_plan(self, name: str, **wait: Any) -> Plan | None:
+        """The plan of a sleep or a wait; ``None`` for a direct call (which answers ``None``)."""
+        if self._state is None:
+            self._direct(name)
+            return None
+        return self._state.plan_wait(name, **wait)
+
+    def _sleep_plan(self, name: str, duration: Duration) -> Plan | None:
+        seconds = seconds_of(str(name), "duration", duration)
+        return self._wait_plan(name, kind="sleep", seconds=seconds)
+
+    def _sleep_until_plan(self, name: str, when: datetime) -> Plan | None:
+        return self._wait_plan(name, kind="sleep", until=aware(str(name), when))
+
+    def _event_plan(self, name: str, event: object, key: object, timeout: object) -> Plan | None:
         checked_event, checked_key = check_event(event, key)
-        return checked_event, checked_key, seconds_of(name, "timeout", timeout)
+        seconds = seconds_of(str(name), "timeout", timeout)
+        return self._wait_plan(
+            name, kind="event", event=checked_event, key=checked_key, seconds=seconds
+        )
 
 
 class Steps(_Checks):
@@ -76,12 +106,10 @@ class Steps(_Checks):
         replay answer the stored result without calling ``fn``. ``compensate(result)`` runs if
         the job later fails for good. Over ``timeout`` seconds the step fails and stores
         nothing."""
-        limit = None if timeout is None else seconds_of(str(name), "timeout", timeout)
-        if self._state is None:
-            check_callable(str(name), "fn", fn)
-            self._direct(name)
+        plan = self._run_plan(name, fn, compensate, timeout)
+        if plan is None:
             return json.loads(step_json(name, fn()))
-        return self._drive(self._state.plan_run(name, fn, compensate=compensate, timeout=limit))
+        return self._drive(plan)
 
     def once(self, name: str, fn: Callable[[], Any]) -> Any:
         """Like :meth:`run`, for a function that must never run twice: ``started`` is stored
@@ -94,33 +122,21 @@ class Steps(_Checks):
     def sleep(self, name: str, duration: Duration) -> None:
         """Suspend the job for ``duration`` (seconds or a timedelta) without holding a worker
         slot; the job resumes by replaying its steps."""
-        seconds = seconds_of(str(name), "duration", duration)
-        if self._state is None:
-            self._direct(name)
-            return None
-        return self._drive(self._state.plan_wait(name, kind="sleep", seconds=seconds))
+        plan = self._sleep_plan(name, duration)
+        return None if plan is None else self._drive(plan)
 
     def sleep_until(self, name: str, when: datetime) -> None:
         """Suspend the job until the aware datetime ``when``."""
-        until = aware(str(name), when)
-        if self._state is None:
-            self._direct(name)
-            return None
-        return self._drive(self._state.plan_wait(name, kind="sleep", until=until))
+        plan = self._sleep_until_plan(name, when)
+        return None if plan is None else self._drive(plan)
 
     def wait_for_event(
         self, name: str, event: str, *, key: str | None = None, timeout: Duration
     ) -> Any:
         """Suspend the job until ``send_event(event, key=key)`` is called after the wait
         began, and answer its payload; ``None`` once ``timeout`` passes (database time)."""
-        checked_event, checked_key, seconds = self._wait_args(str(name), event, key, timeout)
-        if self._state is None:
-            self._direct(name)
-            return None
-        plan = self._state.plan_wait(
-            name, kind="event", event=checked_event, key=checked_key, seconds=seconds
-        )
-        return self._drive(plan)
+        plan = self._event_plan(name, event, key, timeout)
+        return None if plan is None else self._drive(plan)
 
     def unwind(self) -> None:
         """Run the compensations of the done steps this run reached, newest first."""
@@ -167,15 +183,12 @@ class AsyncSteps(_Checks):
     ) -> Any:
         """:meth:`Steps.run`; ``fn`` (and ``compensate``) may be ``async def``. Over
         ``timeout`` the step's coroutine is cancelled."""
-        limit = None if timeout is None else seconds_of(str(name), "timeout", timeout)
-        if self._state is None:
-            check_callable(str(name), "fn", fn)
-            self._direct(name)
+        plan = self._run_plan(name, fn, compensate, timeout)
+        if plan is None:
             value = fn()
             if inspect.isawaitable(value):
                 value = await value
             return json.loads(step_json(name, value))
-        plan = self._state.plan_run(name, fn, compensate=compensate, timeout=limit)
         return await self._drive(plan)
 
     async def once(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -186,32 +199,20 @@ class AsyncSteps(_Checks):
 
     async def sleep(self, name: str, duration: Duration) -> None:
         """:meth:`Steps.sleep`."""
-        seconds = seconds_of(str(name), "duration", duration)
-        if self._state is None:
-            self._direct(name)
-            return None
-        return await self._drive(self._state.plan_wait(name, kind="sleep", seconds=seconds))
+        plan = self._sleep_plan(name, duration)
+        return None if plan is None else await self._drive(plan)
 
     async def sleep_until(self, name: str, when: datetime) -> None:
         """:meth:`Steps.sleep_until`."""
-        until = aware(str(name), when)
-        if self._state is None:
-            self._direct(name)
-            return None
-        return await self._drive(self._state.plan_wait(name, kind="sleep", until=until))
+        plan = self._sleep_until_plan(name, when)
+        return None if plan is None else await self._drive(plan)
 
     async def wait_for_event(
         self, name: str, event: str, *, key: str | None = None, timeout: Duration
     ) -> Any:
         """:meth:`Steps.wait_for_event`."""
-        checked_event, checked_key, seconds = self._wait_args(str(name), event, key, timeout)
-        if self._state is None:
-            self._direct(name)
-            return None
-        plan = self._state.plan_wait(
-            name, kind="event", event=checked_event, key=checked_key, seconds=seconds
-        )
-        return await self._drive(plan)
+        plan = self._event_plan(name, event, key, timeout)
+        return None if plan is None else await self._drive(plan)
 
     async def unwind(self) -> None:
         """:meth:`Steps.unwind`."""

@@ -14,7 +14,6 @@ from typing import Any
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import EventInvalid, JobInputInvalid, StepInvalid
-from ultimat3_jobs.serialization import encode_json
 
 STEP_NAME_MAX = 200
 EVENT_NAME_MAX = 200
@@ -139,12 +138,7 @@ def step_json(step: str, value: Any) -> str:
     is stored as a list (the step answers a list, on its first run as on a replay)."""
     settings = get_settings()
     try:
-        return encode_json(
-            _tuples_as_lists(value),
-            root=f"step {step!r} result",
-            max_depth=settings.input_max_depth,
-            max_bytes=settings.input_max_bytes,
-        )
+        return settings.encode_stored(_tuples_as_lists(value), root=f"step {step!r} result")
     except JobInputInvalid as exc:
         raise StepInvalid(
             f"step {step!r}: its result must be JSON, as job input is: {exc.message}",
@@ -156,12 +150,7 @@ def step_json(step: str, value: Any) -> str:
 def payload_json(payload: Any) -> str:
     settings = get_settings()
     try:
-        return encode_json(
-            payload,
-            root="event payload",
-            max_depth=settings.input_max_depth,
-            max_bytes=settings.input_max_bytes,
-        )
+        return settings.encode_stored(payload, root="event payload")
     except JobInputInvalid as exc:
         raise EventInvalid(
             f"an event's payload must be JSON, as job input is: {exc.message}",

@@ -75,6 +75,28 @@ def steps_as_json(driver: JobDriver, job_id: uuid.UUID, shown: Disclosure) -> li
     ]
 
 
+def _identity_json(job: JobRecord | JobSummary, shown: Disclosure) -> dict[str, Any]:
+    """What a job's record and its list line both start with, as JSON."""
+    return {
+        "id": str(job.id),
+        "name": job.name,
+        "queue": job.queue,
+        "state": job.state.value,
+        "priority": job.priority,
+        "run_at": _iso(job.run_at),
+        "idempotency_key": shown.idempotency_key(job.idempotency_key),
+        "tenant_id": job.tenant_id,
+    }
+
+
+def _times_json(job: JobRecord | JobSummary) -> dict[str, Any]:
+    return {
+        "created_at": _iso(job.created_at),
+        "started_at": _iso(job.started_at),
+        "finished_at": _iso(job.finished_at),
+    }
+
+
 def record_as_json(
     record: JobRecord, *, reveal: bool = False, shown: Disclosure | None = None
 ) -> dict[str, Any]:
@@ -84,22 +106,13 @@ def record_as_json(
     if shown is None:
         shown = disclosure(record.name, reveal=reveal)
     return {
-        "id": str(record.id),
-        "name": record.name,
-        "queue": record.queue,
-        "state": record.state.value,
-        "priority": record.priority,
-        "run_at": _iso(record.run_at),
-        "idempotency_key": shown.idempotency_key(record.idempotency_key),
-        "tenant_id": record.tenant_id,
+        **_identity_json(record, shown),
         "enqueued_by": record.enqueued_by,
         "attempt": record.attempt,
         "max_attempts": record.max_attempts,
         "worker_id": record.worker_id,
         "lease_expires_at": _iso(record.lease_expires_at),
-        "created_at": _iso(record.created_at),
-        "started_at": _iso(record.started_at),
-        "finished_at": _iso(record.finished_at),
+        **_times_json(record),
         "input": shown.payload(record.input),
         "progress": shown.payload(record.progress),
         "result": shown.payload(record.result),
@@ -116,23 +129,14 @@ def summary_as_json(job: JobSummary, *, reveal: bool = False) -> dict[str, Any]:
     as :mod:`~ultimat3_jobs.operator.redaction` lets the viewer see them."""
     shown = disclosure(job.name, reveal=reveal)
     return {
-        "id": str(job.id),
-        "name": job.name,
-        "queue": job.queue,
-        "state": job.state.value,
-        "priority": job.priority,
-        "run_at": _iso(job.run_at),
-        "idempotency_key": shown.idempotency_key(job.idempotency_key),
-        "tenant_id": job.tenant_id,
+        **_identity_json(job, shown),
         "attempt": job.attempt,
         "max_attempts": job.max_attempts,
         "worker_id": job.worker_id,
         "error_count": job.error_count,
         "last_error_class": job.last_error_class,
         "last_error_message": shown.error_message(job.last_error_message),
-        "created_at": _iso(job.created_at),
-        "started_at": _iso(job.started_at),
-        "finished_at": _iso(job.finished_at),
+        **_times_json(job),
     }
 
 

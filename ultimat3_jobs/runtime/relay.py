@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.drivers.base import JobDriver, OutboxStore, WakeSubscription
-from ultimat3_jobs.runtime.common.backoff import IdleBackoff
+from ultimat3_jobs.runtime.common.backoff import IdleBackoff, PollTimes, with_options
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 from ultimat3_jobs.runtime.common.pool import close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS, STORE_UNREACHABLE
@@ -31,28 +31,22 @@ STORE_RETRY_CEILING_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RelayConfig:
+class RelayConfig(PollTimes):
     """What one relay does. Times are in seconds."""
 
     relay_id: str = field(default_factory=lambda: f"relay:{default_worker_id()}")
     batch_size: int = 500
     lease_seconds: float = 60.0
-    poll_floor: float = 0.05
-    poll_ceiling: float = 3.0
-    poll_ceiling_wake: float = 10.0
-    use_wake: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **options: Any) -> RelayConfig:
         s = settings or get_settings()
         config = cls(
+            **PollTimes.settings_of(s),
             batch_size=s.relay_batch_size,
             lease_seconds=s.relay_lease_seconds,
-            poll_floor=s.poll_floor_seconds,
-            poll_ceiling=s.poll_ceiling_seconds,
-            poll_ceiling_wake=s.poll_ceiling_wake_seconds,
         )
-        return replace(config, **{k: v for k, v in options.items() if v is not None})
+        return with_options(config, options)
 
 
 class Relay:
@@ -71,11 +65,7 @@ class Relay:
         self._signal = threading.Event()
         self._running = True
         self._wake: WakeSubscription | None = None
-        self._backoff = IdleBackoff(
-            floor=config.poll_floor,
-            ceiling=config.poll_ceiling,
-            ceiling_with_wake=config.poll_ceiling_wake,
-        )
+        self._backoff = IdleBackoff.of(config)
 
     def request_stop(self, *, reason: str = "stop requested") -> None:
         """Stop claiming; the batch in hand is published first. A relay holds no work between

@@ -20,8 +20,9 @@ Django is set up) touches neither settings nor the database.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ultimat3_jobs.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ultimat3_jobs.testing.clock import FiredCron, fire_cron, travel
@@ -50,24 +51,20 @@ __all__ = [
     "travel",
 ]
 
-_LAZY = {
-    "EagerJobs": "eager",
-    "EnqueuedJob": "queries",
-    "FiredCron": "clock",
-    "Jobs": "helper",
-    "RunSummary": "runner",
-    "assert_enqueued": "queries",
-    "assert_not_enqueued": "queries",
-    "eager_jobs": "eager",
-    "enqueued_jobs": "queries",
-    "fire_cron": "clock",
-    "run_enqueued": "runner",
-    "travel": "clock",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module = importlib.import_module(f"ultimat3_jobs.testing.{_LAZY[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module 'ultimat3_jobs.testing' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "EagerJobs": ".eager",
+        "EnqueuedJob": ".queries",
+        "FiredCron": ".clock",
+        "Jobs": ".helper",
+        "RunSummary": ".runner",
+        "assert_enqueued": ".queries",
+        "assert_not_enqueued": ".queries",
+        "eager_jobs": ".eager",
+        "enqueued_jobs": ".queries",
+        "fire_cron": ".clock",
+        "run_enqueued": ".runner",
+        "travel": ".clock",
+    },
+)

@@ -17,7 +17,6 @@ input fail at once), and the settler (one retry policy: backoff, dead letter, dr
 from __future__ import annotations
 
 import asyncio
-import inspect
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,12 +28,11 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.registry import registry
-from ultimat3_jobs.model.steps import InlineWriter, StepSuspended
-from ultimat3_jobs.model.tenancy import tenant_scope
-from ultimat3_jobs.runtime.steps.attempt import bind_steps, unwound
+from ultimat3_jobs.model.steps import InlineWriter
+from ultimat3_jobs.runtime.steps.attempt import bind_steps
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, context_for
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
-from ultimat3_jobs.runtime.worker.execute import failure, finish, prepare, run_async
+from ultimat3_jobs.runtime.worker.execute import call_sync, failure, finish, prepare, run_async
 from ultimat3_jobs.runtime.worker.settle import Settler
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import AttemptError, ClaimedJob
@@ -147,20 +145,8 @@ def _call_body(attempt: Attempt) -> Outcome:
     assert attempt.definition is not None
     if attempt.definition.is_async:
         return asyncio.run(run_async(attempt, worker_id=WORKER_ID))
-    try:
-        with tenant_scope(attempt.ctx.tenant_id):  # as the worker runs it
-            try:
-                result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
-                if inspect.isawaitable(result):
-                    getattr(result, "close", lambda: None)()
-                    raise TypeError("the job body returned an awaitable; declare it with async def")
-            except StepSuspended:
-                return Outcome(attempt, "suspended")
-            except Exception as exc:
-                return failure(attempt, unwound(attempt, exc), worker_id=WORKER_ID)
-    except Exception as exc:  # the TENANT_CONTEXT hook raised
-        return failure(attempt, exc, worker_id=WORKER_ID)
-    return finish(attempt, result, worker_id=WORKER_ID)
+    ended, result = call_sync(attempt, worker_id=WORKER_ID)
+    return ended if ended is not None else finish(attempt, result, worker_id=WORKER_ID)
 
 
 class _RolledBack(Exception):

@@ -108,15 +108,19 @@ class ClaimHeaps:
                 del self._ready_names[queue]
         return None
 
-    def _maybe_compact(self) -> None:
-        if self._stale <= max(_COMPACT_MIN_STALE, len(self._rows)):
-            return
+    def _clear_heaps(self) -> None:
+        """Empty the claim heaps and their bookkeeping (a compaction, a reset)."""
         self._delayed.clear()
         self._ready.clear()
         self._ready_names.clear()
         self._ready_count.clear()
         self._promoted_at.clear()
         self._stale = 0
+
+    def _maybe_compact(self) -> None:
+        if self._stale <= max(_COMPACT_MIN_STALE, len(self._rows)):
+            return
+        self._clear_heaps()
         for row in self._rows.values():
             if row.state is JobState.QUEUED:
                 self._push(row)

@@ -12,6 +12,7 @@ from typing import Any
 from ultimat3_jobs.drivers.base import (
     RESCUE_BATCH_DEFAULT,
     check_claim_queues,
+    check_settle_action,
     log_lost_beats,
     log_unowned,
     log_unsettled,
@@ -27,7 +28,6 @@ from ultimat3_jobs.drivers.memory.rows import (
 )
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.types import (
-    SETTLE_ACTIONS,
     AckItem,
     AttemptError,
     ClaimedJob,
@@ -87,8 +87,7 @@ class JobStatements(MemoryState):
     def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
         entries: list[dict[str, Any] | None] = []
         for item in items:
-            if item.action not in SETTLE_ACTIONS:
-                raise ValueError(f"a settle action is one of {SETTLE_ACTIONS}; got {item.action!r}")
+            check_settle_action(item.action)
             if item.action == "complete":
                 _check_json(item.result_json, "result")
             if item.action != "drop":

@@ -6,9 +6,16 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import datetime
+from typing import Any
 
-from ultimat3_jobs.drivers.base import QUEUE_STATS_ROWS, check_job_list, cursor_gone
+from ultimat3_jobs.drivers.base import (
+    QUEUE_STATS_ROWS,
+    check_job_list,
+    check_queue_stats_limit,
+    cursor_gone,
+)
 from ultimat3_jobs.drivers.memory.rows import _json_text, _json_timestamp, _normalized, _Row
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
@@ -26,6 +33,20 @@ from ultimat3_jobs.types import (
 )
 
 
+def _as_stored(record: type, *, but: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The fields of ``record`` that a row holds as they are (same name, no decoding)."""
+    held = {column.name for column in fields(_Row)}
+    return tuple(f.name for f in fields(record) if f.name in held and f.name not in but)
+
+
+_RECORD_AS_STORED = _as_stored(JobRecord, but=("errors",))
+_SUMMARY_AS_STORED = _as_stored(JobSummary)
+
+
+def _copy(row: _Row, columns: tuple[str, ...]) -> dict[str, Any]:
+    return {column: getattr(row, column) for column in columns}
+
+
 class OperatorStatements(MemoryState):
     """What the admin, the command and the operator API read and change."""
 
@@ -35,26 +56,11 @@ class OperatorStatements(MemoryState):
             if row is None:
                 return None
             return JobRecord(
-                id=row.id,
-                name=row.name,
-                queue=row.queue,
-                state=row.state,
-                priority=row.priority,
-                run_at=row.run_at,
+                **_copy(row, _RECORD_AS_STORED),
                 input=decode_json(row.input_json),
-                idempotency_key=row.idempotency_key,
-                tenant_id=row.tenant_id,
-                enqueued_by=row.enqueued_by,
-                attempt=row.attempt,
-                max_attempts=row.max_attempts,
-                worker_id=row.worker_id,
-                lease_expires_at=row.lease_expires_at,
                 progress=decode_json(row.progress_json),
                 result=decode_json(row.result_json),
                 errors=decode_json(json.dumps(row.errors)),
-                created_at=row.created_at,
-                started_at=row.started_at,
-                finished_at=row.finished_at,
             )
 
     def job_cancel(
@@ -126,23 +132,10 @@ class OperatorStatements(MemoryState):
     def _summary(row: _Row) -> JobSummary:
         last = row.errors[-1] if row.errors else {}
         return JobSummary(
-            id=row.id,
-            name=row.name,
-            queue=row.queue,
-            state=row.state,
-            priority=row.priority,
-            run_at=row.run_at,
-            idempotency_key=row.idempotency_key,
-            tenant_id=row.tenant_id,
-            attempt=row.attempt,
-            max_attempts=row.max_attempts,
-            worker_id=row.worker_id,
+            **_copy(row, _SUMMARY_AS_STORED),
             error_count=len(row.errors),
             last_error_class=_json_text(last.get("error_class")),
             last_error_message=_json_text(last.get("message")),
-            created_at=row.created_at,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
         )
 
     def job_promote(self, *, job_id: uuid.UUID) -> bool:
@@ -233,8 +226,7 @@ class OperatorStatements(MemoryState):
         self._move(row, JobState.QUEUED)
 
     def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
+        check_queue_stats_limit(limit)
         counts: dict[tuple[str, JobState], int] = {}
         oldest: dict[str, datetime] = {}
         due: dict[str, int] = {}

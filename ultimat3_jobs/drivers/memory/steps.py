@@ -10,7 +10,12 @@ from datetime import datetime, timedelta
 from ultimat3_jobs.drivers.base import log_unowned
 from ultimat3_jobs.drivers.memory.rows import _as_utc, _check_json
 from ultimat3_jobs.drivers.memory.state import MemoryState
-from ultimat3_jobs.drivers.steps_seam import EVENT_PURGE_DEFAULT, EventSent, StepRecord
+from ultimat3_jobs.drivers.steps_seam import (
+    EVENT_PURGE_DEFAULT,
+    EventSent,
+    StepRecord,
+    check_step_put_status,
+)
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import JobState, StepKind, StepStatus
 
@@ -69,8 +74,7 @@ class StepStatements(MemoryState):
         output_json: str = "null",
         error_json: str | None = None,
     ) -> bool:
-        if status not in _FORWARD:
-            raise ValueError(f"step_put writes 'done' or 'compensated'; got {status!r}")
+        check_step_put_status(status)
         _check_json(output_json, "output")
         if error_json is not None:
             _check_json(error_json, "error")

@@ -59,12 +59,7 @@ class MemoryDriver(
             self._rows.clear()
             self._live_keys.clear()
             self._running.clear()
-            self._delayed.clear()
-            self._ready.clear()
-            self._ready_names.clear()
-            self._ready_count.clear()
-            self._promoted_at.clear()
-            self._stale = 0
+            self._clear_heaps()
             self._seq = 0
             self._pauses.clear()
             self._pause_seq = 0

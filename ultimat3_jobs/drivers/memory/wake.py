@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import Protocol
 
-wake_logger = logging.getLogger("ultimat3_jobs.wake")
+from ultimat3_jobs.drivers.common import call_on_wake
 
 
 class _Subscribers(Protocol):
@@ -42,11 +41,4 @@ class MemoryWake:
         with self._lock:
             if self._closed:
                 return
-            try:
-                self._on_wake(queue)
-            except Exception:
-                wake_logger.exception(
-                    "jobs.wake.callback_failed: on_wake(%r) raised",
-                    queue,
-                    extra={"event": "jobs.wake.callback_failed", "queue": queue},
-                )
+            call_on_wake(self._on_wake, queue)

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 
+from ultimat3_jobs.drivers.base import check_heartbeat_queues
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.types import WorkerRecord
 
@@ -25,8 +26,7 @@ class WorkerStatements(MemoryState):
         draining: bool = False,
         limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        if isinstance(queues, str):
-            raise TypeError("queues must be a sequence of queue names, not one string")
+        check_heartbeat_queues(queues)
         names = list(dict.fromkeys(queues))
         with self._lock:
             now = self.now()

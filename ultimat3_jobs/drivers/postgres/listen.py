@@ -20,6 +20,8 @@ import psycopg
 from django.db import connections
 from psycopg import sql
 
+from ultimat3_jobs.drivers.common import call_on_wake
+
 logger = logging.getLogger("ultimat3_jobs.wake")
 
 LISTEN_APPLICATION_NAME = "ultimat3_jobs.listen"
@@ -186,14 +188,7 @@ class QueueListener:
         with self._deliver_lock:
             if self._closed:
                 return
-            try:
-                self._on_wake(queue)
-            except Exception:
-                logger.exception(
-                    "jobs.wake.callback_failed: on_wake(%r) raised",
-                    queue,
-                    extra={"event": "jobs.wake.callback_failed", "queue": queue},
-                )
+            call_on_wake(self._on_wake, queue)
 
     def _lost(self, exc: Exception, *, loud: bool) -> None:
         if self._stop.is_set():

@@ -17,6 +17,7 @@ from ultimat3_jobs.drivers.base import (
     check_counter_period,
     check_job_list,
     check_pause,
+    check_queue_stats_limit,
     cursor_gone,
 )
 from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
@@ -151,8 +152,7 @@ class OperatorMethods:
         return operator_rows.queue_demand(fetch(self._jobs, "queue_demand", params))
 
     def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
+        check_queue_stats_limit(limit)
         return operator_rows.queue_stats(fetch(self._jobs, "queue_stats", {"limit": limit}))
 
     # -- counters ---------------------------------------------------------------------------

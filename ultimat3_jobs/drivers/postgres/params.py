@@ -7,7 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ultimat3_jobs.types import SETTLE_ACTIONS, AckItem, EnqueueRequest, SettleItem
+from ultimat3_jobs.drivers.base import check_settle_action
+from ultimat3_jobs.types import AckItem, EnqueueRequest, SettleItem
 
 WAKE_CHANNEL = "ultimat3_jobs"
 
@@ -57,8 +58,7 @@ def due_now(request: EnqueueRequest) -> bool:
 def settle_params(items: Sequence[SettleItem]) -> dict[str, list[Any]]:
     """A batch of endings as one array parameter per column of ``job_settle_many``."""
     for item in items:
-        if item.action not in SETTLE_ACTIONS:
-            raise ValueError(f"a settle action is one of {SETTLE_ACTIONS}; got {item.action!r}")
+        check_settle_action(item.action)
     return {
         "ids": [i.job_id for i in items],
         "tokens": [i.claim_token for i in items],

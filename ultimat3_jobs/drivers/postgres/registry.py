@@ -7,7 +7,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 
-from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, WakeSubscription
+from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, WakeSubscription, check_heartbeat_queues
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.params import WAKE_CHANNEL
 from ultimat3_jobs.drivers.postgres.rows import operator as operator_rows
@@ -47,8 +47,7 @@ class WorkerMethods:
         draining: bool = False,
         limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        if isinstance(queues, str):
-            raise TypeError("queues must be a sequence of queue names, not one string")
+        check_heartbeat_queues(queues)
         self._workers.run(
             "worker_heartbeat",
             {

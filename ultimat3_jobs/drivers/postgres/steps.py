@@ -15,7 +15,12 @@ from ultimat3_jobs.drivers.base import log_unowned
 from ultimat3_jobs.drivers.postgres.rows import steps as step_rows
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
-from ultimat3_jobs.drivers.steps_seam import EVENT_PURGE_DEFAULT, EventSent, StepRecord
+from ultimat3_jobs.drivers.steps_seam import (
+    EVENT_PURGE_DEFAULT,
+    EventSent,
+    StepRecord,
+    check_step_put_status,
+)
 from ultimat3_jobs.models import RawStatementManager
 from ultimat3_jobs.types import StepKind, StepStatus
 
@@ -41,8 +46,7 @@ class StepStatements:
         output_json: str = "null",
         error_json: str | None = None,
     ) -> bool:
-        if status not in ("done", "compensated"):
-            raise ValueError(f"step_put writes 'done' or 'compensated'; got {status!r}")
+        check_step_put_status(status)
         params = {
             "id": job_id,
             "claim_token": claim_token,

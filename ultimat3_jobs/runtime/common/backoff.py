@@ -1,10 +1,43 @@
-"""Idle backoff: how long an idle loop waits before it looks again."""
+"""Idle backoff: how long an idle loop waits before it looks again, and the settings of it that
+every polling loop's config shares."""
 
 from __future__ import annotations
 
 import heapq
 import threading
 import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ultimat3_jobs.conf import Settings
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+
+def with_options[C: DataclassInstance](config: C, options: dict[str, Any]) -> C:
+    """A config built from the settings, then any option given (``None`` keeps the setting)."""
+    return replace(config, **{k: v for k, v in options.items() if v is not None})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PollTimes:
+    """How a polling loop (the worker, the relay) waits when idle: ``poll_floor`` doubling up to
+    ``poll_ceiling``, or ``poll_ceiling_wake`` while its wake is live. Times are in seconds."""
+
+    poll_floor: float = 0.05
+    poll_ceiling: float = 3.0
+    poll_ceiling_wake: float = 10.0
+    use_wake: bool = True
+
+    @staticmethod
+    def settings_of(s: Settings) -> dict[str, float]:
+        """The poll times ``ULTIMAT3_JOBS`` sets, as a config's keyword arguments."""
+        return {
+            "poll_floor": s.poll_floor_seconds,
+            "poll_ceiling": s.poll_ceiling_seconds,
+            "poll_ceiling_wake": s.poll_ceiling_wake_seconds,
+        }
 
 
 class IdleBackoff:
@@ -23,6 +56,14 @@ class IdleBackoff:
         self._current = floor
         self._due: list[float] = []
         self._due_lock = threading.Lock()
+
+    @classmethod
+    def of(cls, times: PollTimes) -> IdleBackoff:
+        return cls(
+            floor=times.poll_floor,
+            ceiling=times.poll_ceiling,
+            ceiling_with_wake=times.poll_ceiling_wake,
+        )
 
     def reset(self) -> None:
         self._current = self.floor

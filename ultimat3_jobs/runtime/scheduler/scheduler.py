@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +25,7 @@ from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
 from ultimat3_jobs.model.requests import build_request
+from ultimat3_jobs.runtime.common.backoff import with_options
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 from ultimat3_jobs.runtime.common.pool import close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
@@ -56,7 +57,7 @@ class SchedulerConfig:
             lease_seconds=s.scheduler_lease_seconds,
             missed_after=s.scheduler_missed_after_seconds,
         )
-        return replace(config, **{k: v for k, v in options.items() if v is not None})
+        return with_options(config, options)
 
 
 @dataclass(slots=True)

@@ -84,13 +84,22 @@ def _compensation_failed(exc: BaseException, failed: Exception) -> Terminal:
     return error
 
 
+def _to_unwind[S: (Steps, AsyncSteps)](
+    attempt: Attempt, exc: BaseException, kind: type[S]
+) -> S | None:
+    """The body's steps when ``exc`` fails its job for good and some done step has a
+    compensation to run; ``None`` when there is nothing to unwind."""
+    steps = attempt.ctx.step
+    if not isinstance(steps, kind) or not steps.compensations:
+        return None
+    return steps if _fails_for_good(attempt, exc) else None
+
+
 def unwound(attempt: Attempt, exc: BaseException) -> BaseException:
     """Unwind a sync body's steps when ``exc`` fails its job for good; answers the error the
     attempt fails with."""
-    steps = attempt.ctx.step
-    if not isinstance(steps, Steps) or not steps.compensations:
-        return exc
-    if not _fails_for_good(attempt, exc):
+    steps = _to_unwind(attempt, exc, Steps)
+    if steps is None:
         return exc
     try:
         steps.unwind()
@@ -101,10 +110,8 @@ def unwound(attempt: Attempt, exc: BaseException) -> BaseException:
 
 async def aunwound(attempt: Attempt, exc: BaseException) -> BaseException:
     """:func:`unwound` for an ``async def`` body."""
-    steps = attempt.ctx.step
-    if not isinstance(steps, AsyncSteps) or not steps.compensations:
-        return exc
-    if not _fails_for_good(attempt, exc):
+    steps = _to_unwind(attempt, exc, AsyncSteps)
+    if steps is None:
         return exc
     try:
         await steps.unwind()

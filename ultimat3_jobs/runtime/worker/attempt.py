@@ -149,12 +149,4 @@ def context_for(job: ClaimedJob, definition: JobDefinition | None) -> JobContext
     """The context a claimed job's body (and its ``on_settled``) gets; its ``tenant_id`` is the
     run's tenant (:func:`~ultimat3_jobs.model.tenancy.run_tenant`: ``None`` for a job declared
     ``tenant="none"``, whoever enqueued it)."""
-    return JobContext(
-        job_id=job.id,
-        name=job.name,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-        queue=job.queue,
-        tenant_id=run_tenant(definition, job.tenant_id),
-        traceparent=job.traceparent,
-    )
+    return JobContext.for_claimed(job, tenant_id=run_tenant(definition, job.tenant_id))

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.records import ProcessLimits
+from ultimat3_jobs.runtime.common.backoff import PollTimes, with_options
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WorkerConfig:
+class WorkerConfig(PollTimes):
     """What one worker process does. Times are in seconds."""
 
     queues: tuple[str, ...]
@@ -24,14 +25,10 @@ class WorkerConfig:
     heartbeat_interval: float = 10.0
     rescue_interval: float = 30.0
     registry_interval: float = 30.0
-    poll_floor: float = 0.05
-    poll_ceiling: float = 3.0
-    poll_ceiling_wake: float = 10.0
     shutdown_grace: float = 30.0
     timeout_grace: float = 5.0
     ack_flush: float = 0.005
     progress_interval: float = 1.0
-    use_wake: bool = True
     limits: ProcessLimits = field(default_factory=ProcessLimits)
     """The per-process limiter (``ULTIMAT3_JOBS["LIMITS"]``, see ``limiter.py``)."""
 
@@ -40,22 +37,19 @@ class WorkerConfig:
         """Settings first, then any option given (``None`` keeps the setting)."""
         s = settings or get_settings()
         config = cls(
+            **PollTimes.settings_of(s),
             queues=(s.default_queue,),
             concurrency=s.worker_concurrency,
             lease_seconds=s.visibility_timeout_seconds,
             heartbeat_interval=s.heartbeat_interval_seconds,
             rescue_interval=s.rescue_interval_seconds,
             registry_interval=s.registry_interval_seconds,
-            poll_floor=s.poll_floor_seconds,
-            poll_ceiling=s.poll_ceiling_seconds,
-            poll_ceiling_wake=s.poll_ceiling_wake_seconds,
             shutdown_grace=s.shutdown_grace_seconds,
             timeout_grace=s.timeout_grace_seconds,
             ack_flush=s.ack_flush_seconds,
             progress_interval=s.progress_interval_seconds,
             limits=s.limits,
         )
-        chosen = {key: value for key, value in options.items() if value is not None}
-        if "queues" in chosen:
-            chosen["queues"] = tuple(chosen["queues"])
-        return replace(config, **chosen)
+        if options.get("queues") is not None:
+            options["queues"] = tuple(options["queues"])
+        return with_options(config, options)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import traceback
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -18,7 +20,6 @@ from ultimat3_jobs.model.steps import StepSuspended
 from ultimat3_jobs.model.tenancy import tenant_scope
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import AttemptError
 
 ERROR_MESSAGE_LIMIT = 2000
@@ -72,12 +73,7 @@ def finish(attempt: Attempt, result: Any, *, worker_id: str) -> Outcome:
         return failure(attempt, JobTimedOut(_timeout_message(attempt)), worker_id=worker_id)
     settings = get_settings()
     try:
-        result_json = encode_json(
-            result,
-            root="return value",
-            max_depth=settings.input_max_depth,
-            max_bytes=settings.input_max_bytes,
-        )
+        result_json = settings.encode_stored(result, root="return value")
     except JobInputInvalid as exc:
         return Outcome(
             attempt,
@@ -113,19 +109,25 @@ def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
     return Outcome(attempt, "lost")
 
 
-def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
-    """Run a sync body on the calling (pool) thread, in the run's tenant scope and with the
-    thread's database connections checked after it, as Django checks them after a request."""
-    if not attempt.begin():
-        return not_begun(attempt, worker_id=worker_id)
-    refused = prepare(attempt)
-    if refused is not None:
-        return failure(attempt, refused, worker_id=worker_id)
-    assert attempt.definition is not None
+@contextlib.contextmanager
+def _body_scope(attempt: Attempt) -> Iterator[None]:
+    """The job's context installed and the run's tenant scope (``TENANT_CONTEXT`` entered)
+    around its body and its compensations (sync or async)."""
     running = install_job(attempt.ctx)
     try:
-        # The run's tenant scope (TENANT_CONTEXT entered) holds the body and its compensations.
         with tenant_scope(attempt.ctx.tenant_id):
+            yield
+    finally:
+        uninstall_job(running)
+
+
+def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]:
+    """Call a prepared sync body in its scope: ``(outcome, None)`` when it raised or was
+    suspended (or the tenant hook raised), ``(None, result)`` when it returned (its outcome is
+    :func:`finish`'s)."""
+    assert attempt.definition is not None
+    try:
+        with _body_scope(attempt):
             try:
                 result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
                 if inspect.isawaitable(result):
@@ -134,19 +136,31 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
                         close()
                     raise TypeError("the job body returned an awaitable; declare it with async def")
             except StepSuspended:  # durable steps: the job is suspended, the attempt given back
-                return Outcome(attempt, "suspended")
+                return Outcome(attempt, "suspended"), None
             except Exception as exc:
-                return failure(attempt, unwound(attempt, exc), worker_id=worker_id)
+                return failure(attempt, unwound(attempt, exc), worker_id=worker_id), None
     except Exception as exc:  # the TENANT_CONTEXT hook raised as it was entered or left
-        return failure(attempt, exc, worker_id=worker_id)
+        return failure(attempt, exc, worker_id=worker_id), None
+    return None, result
+
+
+def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
+    """Run a sync body on the calling (pool) thread, in the run's tenant scope and with the
+    thread's database connections checked after it, as Django checks them after a request."""
+    if not attempt.begin():
+        return not_begun(attempt, worker_id=worker_id)
+    refused = prepare(attempt)
+    if refused is not None:
+        return failure(attempt, refused, worker_id=worker_id)
+    try:
+        ended, result = call_sync(attempt, worker_id=worker_id)
     finally:
-        uninstall_job(running)
         # Once per attempt, after the body, as Django does after a request: a connection the
         # body left broken, in a transaction or past its age is closed before this thread runs
         # anything else, so the next body on it starts with a sound one (a connection that
         # only aged while the thread was idle is closed after that next body).
         close_old_connections()
-    return finish(attempt, result, worker_id=worker_id)
+    return ended if ended is not None else finish(attempt, result, worker_id=worker_id)
 
 
 async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
@@ -161,10 +175,8 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
     if refused is not None:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
-    running = install_job(attempt.ctx)
     try:
-        # The run's tenant scope (TENANT_CONTEXT entered) holds the body and its compensations.
-        with tenant_scope(attempt.ctx.tenant_id):
+        with _body_scope(attempt):
             try:
                 result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
             except StepSuspended:  # durable steps: the job is suspended, the attempt given back
@@ -173,6 +185,4 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
                 return failure(attempt, await aunwound(attempt, exc), worker_id=worker_id)
     except Exception as exc:  # the TENANT_CONTEXT hook raised as it was entered or left
         return failure(attempt, exc, worker_id=worker_id)
-    finally:
-        uninstall_job(running)
     return finish(attempt, result, worker_id=worker_id)

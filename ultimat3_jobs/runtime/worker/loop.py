@@ -88,11 +88,7 @@ class Worker:
         self._wake: WakeSubscription | None = None
         self._recycle = Recycle(config)
         self._ahead = ClaimAhead(config.concurrency)
-        self._backoff = IdleBackoff(
-            floor=config.poll_floor,
-            ceiling=config.poll_ceiling,
-            ceiling_with_wake=config.poll_ceiling_wake,
-        )
+        self._backoff = IdleBackoff.of(config)
         self._bodies = Bodies(driver=driver, config=config, on_end=self._finished)
         self.held = HeldThreads(
             concurrency=config.concurrency,

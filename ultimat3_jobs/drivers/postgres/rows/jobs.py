@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import fields
 
 from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid
 from ultimat3_jobs.serialization import decode_json
@@ -72,28 +73,8 @@ def _claim_order(priority: int, run_at: object) -> tuple[int, object]:
     return (-priority, run_at)
 
 
-RECORD = (
-    "id",
-    "name",
-    "queue",
-    "state",
-    "priority",
-    "run_at",
-    "input",
-    "idempotency_key",
-    "tenant_id",
-    "enqueued_by",
-    "attempt",
-    "max_attempts",
-    "worker_id",
-    "lease_expires_at",
-    "progress",
-    "result",
-    "errors",
-    "created_at",
-    "started_at",
-    "finished_at",
-)
+# job_get's and job_list's columns are named as the fields of the records they map to.
+RECORD = tuple(field.name for field in fields(JobRecord))
 
 
 def job_record(result: Result) -> JobRecord | None:
@@ -115,25 +96,7 @@ def job_record(result: Result) -> JobRecord | None:
     )
 
 
-SUMMARY = (
-    "id",
-    "name",
-    "queue",
-    "state",
-    "priority",
-    "run_at",
-    "idempotency_key",
-    "tenant_id",
-    "attempt",
-    "max_attempts",
-    "worker_id",
-    "error_count",
-    "last_error_class",
-    "last_error_message",
-    "created_at",
-    "started_at",
-    "finished_at",
-)
+SUMMARY = tuple(field.name for field in fields(JobSummary))
 
 
 def list_anchored(result: Result) -> bool:

@@ -33,13 +33,11 @@ r.id, r.name, r.queue, r.priority,
        r.input::jsonb, r.idempotency_key, r.tenant_id, r.enqueued_by,
        r.max_attempts, r.lease_seconds, r.traceparent
 
--- fragment: queue_levels
--- The ready priority levels of each queue, highest first, one index descent per level (the
--- claim's seek): queue_demand and worker_heartbeat count their demand over it.
-levels as (
-    select q.name as queue, top.priority
-    from unnest(%(queues)s::text[]) as q(name)
-    cross join lateral (
+-- fragment: priority_level_walk
+-- The ready priority levels of each queue q (its source is the statement's, after "from"),
+-- highest first, one index descent per level (a loose index scan): the recursive levels CTE of
+-- job_claim and of queue_levels.
+cross join lateral (
         select j.priority from x_jobs j
         where j.queue = q.name and j.state = 'queued' and not j.paused
         order by j.priority desc
@@ -55,6 +53,14 @@ levels as (
         order by j.priority desc
         limit 1
     ) as below
+
+-- fragment: queue_levels
+-- The ready priority levels of each queue, highest first, one index descent per level (the
+-- claim's seek): queue_demand and worker_heartbeat count their demand over it.
+levels as (
+    select q.name as queue, top.priority
+    from unnest(%(queues)s::text[]) as q(name)
+    {{priority_level_walk}}
 )
 
 -- fragment: queue_ready
@@ -170,24 +176,7 @@ with recursive queues as (
 ), levels as (
     select q.name as queue, top.priority
     from queues q
-    cross join lateral (
-        select j.priority
-        from x_jobs j
-        where j.queue = q.name and j.state = 'queued' and not j.paused
-        order by j.priority desc
-        limit 1
-    ) as top
-    union all
-    select l.queue, below.priority
-    from levels l
-    cross join lateral (
-        select j.priority
-        from x_jobs j
-        where j.queue = l.queue and j.state = 'queued' and not j.paused
-          and j.priority < l.priority
-        order by j.priority desc
-        limit 1
-    ) as below
+    {{priority_level_walk}}
 ), candidates as (
     select c.id
     from queues q
@@ -255,6 +244,34 @@ with done as (
 )
 select id from done
 
+-- fragment: settled_slots_freed
+-- What every settle does after its row change (a CTE ``settled(id, name, ...)``): the run's
+-- concurrency slots go with it (limits, x_job_leases).
+freed as (
+    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
+)
+
+-- fragment: settled_counted
+-- The end of every settle: its counter_deltas added (the one counter upsert), the settled ids
+-- answered.
+counted as (
+    {{counter_upsert}}
+)
+select id from settled
+
+-- fragment: nack_fence
+-- A nack lands only on the attempt that holds the job: running, with this claim token.
+where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+    returning j.id, j.name
+
+-- fragment: nack_attempt_errors_progress
+-- What a retry and a fail both write: the attempt given back when it does not count, the error
+-- entry appended with its time, the pending progress kept.
+attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt - 1, 0) end,
+        errors = case when %(error)s::jsonb is null then j.errors
+                      else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
+        progress = coalesce(%(progress)s::jsonb, j.progress)
+
 -- name: job_settle_many
 -- Every ending of a settler's flush in one statement: completes, retries, fails and drops, each
 -- fenced by state and claim token, each column set as job_ack_many and job_nack_* set it. One
@@ -296,10 +313,7 @@ with given as (
     select id, name, action, counts from kept
     union all
     select id, name, action, counts from dropped
-), freed as (
-    -- limits: the run's concurrency slots go with its settle (x_job_leases)
-    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
-), counter_deltas({{counter_columns}}) as (
+), {{settled_slots_freed}}, counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()),
            count(*) filter (where s.action = 'complete'),
            count(*) filter (where s.action = 'retry'),
@@ -310,10 +324,7 @@ with given as (
     from settled s
     where s.action <> 'retry' or s.counts
     group by s.name
-), counted as (
-    {{counter_upsert}}
-)
-select id from settled
+), {{settled_counted}}
 
 -- name: job_nack_retry
 -- Back to queued at now() + delay, fenced. An attempt that does not count (a release at
@@ -322,26 +333,16 @@ with settled as (
     update x_jobs j
     set state = 'queued',
         run_at = now() + make_interval(secs => %(delay_seconds)s::float8),
-        attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt - 1, 0) end,
-        errors = case when %(error)s::jsonb is null then j.errors
-                      else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
-        progress = coalesce(%(progress)s::jsonb, j.progress),
+        {{nack_attempt_errors_progress}},
         lease_expires_at = null,
         claim_token = null,
         worker_id = null
-    where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
-    returning j.id, j.name
-), freed as (
-    -- limits: the run's concurrency slots go with its settle (x_job_leases)
-    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
-), counter_deltas({{counter_columns}}) as (
+    {{nack_fence}}
+), {{settled_slots_freed}}, counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()), 0, 1, 0, 0, 0, 0
     from settled s
     where %(counts_as_attempt)s
-), counted as (
-    {{counter_upsert}}
-)
-select id from settled
+), {{settled_counted}}
 
 -- name: job_nack_fail
 -- Failed for good and kept for an operator (the dead letter), fenced. A refusal (an attempt that
@@ -349,43 +350,26 @@ select id from settled
 with settled as (
     update x_jobs j
     set state = 'failed',
-        attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt - 1, 0) end,
-        errors = case when %(error)s::jsonb is null then j.errors
-                      else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
-        progress = coalesce(%(progress)s::jsonb, j.progress),
+        {{nack_attempt_errors_progress}},
         finished_at = now(),
         lease_expires_at = null
-    where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
-    returning j.id, j.name
-), freed as (
-    -- limits: the run's concurrency slots go with its settle (x_job_leases)
-    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
-), counter_deltas({{counter_columns}}) as (
+    {{nack_fence}}
+), {{settled_slots_freed}}, counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()), 0, 0,
            case when %(counts_as_attempt)s then 1 else 0 end, 0,
            case when %(counts_as_attempt)s then 0 else 1 end, 0
     from settled s
-), counted as (
-    {{counter_upsert}}
-)
-select id from settled
+), {{settled_counted}}
 
 -- name: job_nack_drop
 -- Failed for good with no dead letter: the row is deleted, fenced, and counted as dropped.
 with settled as (
     delete from x_jobs j
-    where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
-    returning j.id, j.name
-), freed as (
-    -- limits: the run's concurrency slots go with its settle (x_job_leases)
-    delete from x_job_leases l using settled s where l.job_id = s.id and l.kind = 'concurrency'
-), counter_deltas({{counter_columns}}) as (
+    {{nack_fence}}
+), {{settled_slots_freed}}, counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()), 0, 0, 0, 1, 0, 0
     from settled s
-), counted as (
-    {{counter_upsert}}
-)
-select id from settled
+), {{settled_counted}}
 
 -- name: job_heartbeat_many
 -- One statement per interval for every running attempt of a process, storing their pending

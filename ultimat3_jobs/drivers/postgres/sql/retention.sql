@@ -3,13 +3,30 @@
 -- the targets of one pass (and its replay) agree on what is old.
 select now() as now
 
+-- fragment: finished_jobs_old
+-- Which finished jobs are old (of one state, finished before the cutoff): what
+-- job_purge_finished deletes and job_count_finished counts.
+x_jobs j
+    where j.state = %(state)s and j.finished_at < %(before)s
+
+-- fragment: events_expired
+-- Which events have expired (at the pass's cutoff, or now() alone): what events_purge_expired
+-- deletes and event_count_expired counts.
+x_job_events e
+    where e.expires_at <= coalesce(%(before)s::timestamptz, now())
+
+-- fragment: counters_old
+-- Which counter rows are old (their bucket starts before the cutoff): what counter_purge
+-- deletes and counter_count counts.
+x_job_counters c
+    where c.bucket < %(before)s
+
 -- name: job_purge_finished
 -- At most limit finished jobs of one state, oldest finish first, through the partial index
 -- x_jobs_finished; rows another transaction holds are skipped, so a purge never waits on an
 -- operator or a settle. Steps go with their job (on delete cascade).
 with doomed as (
-    select j.id from x_jobs j
-    where j.state = %(state)s and j.finished_at < %(before)s
+    select j.id from {{finished_jobs_old}}
     order by j.finished_at
     limit %(limit)s
     for update skip locked
@@ -22,16 +39,14 @@ returning j.id
 -- name: job_count_finished
 -- What job_purge_finished would delete, counted up to limit (a dry run reads, never locks).
 select count(*) as count from (
-    select 1 from x_jobs j
-    where j.state = %(state)s and j.finished_at < %(before)s
+    select 1 from {{finished_jobs_old}}
     limit %(limit)s
 ) as found
 
 -- name: event_count_expired
 -- What events_purge_expired would delete at this cutoff, counted up to limit.
 select count(*) as count from (
-    select 1 from x_job_events e
-    where e.expires_at <= coalesce(%(before)s::timestamptz, now())
+    select 1 from {{events_expired}}
     limit %(limit)s
 ) as found
 
@@ -39,8 +54,7 @@ select count(*) as count from (
 -- At most limit counter rows of either period whose bucket starts before the cutoff, oldest
 -- first; rows a settle holds are skipped.
 with doomed as (
-    select c.id from x_job_counters c
-    where c.bucket < %(before)s
+    select c.id from {{counters_old}}
     order by c.bucket
     limit %(limit)s
     for update skip locked
@@ -53,7 +67,6 @@ returning c.id
 -- name: counter_count
 -- What counter_purge would delete, counted up to limit.
 select count(*) as count from (
-    select 1 from x_job_counters c
-    where c.bucket < %(before)s
+    select 1 from {{counters_old}}
     limit %(limit)s
 ) as found

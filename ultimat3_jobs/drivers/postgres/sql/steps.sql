@@ -171,8 +171,7 @@ from counted c left join woken w on true
 -- another purge holds are skipped. A purge pass gives its one clock reading as before; alone,
 -- the statement reads now().
 with doomed as (
-    select e.id from x_job_events e
-    where e.expires_at <= coalesce(%(before)s::timestamptz, now())
+    select e.id from {{events_expired}}
     order by e.expires_at
     limit %(limit)s
     for update skip locked
