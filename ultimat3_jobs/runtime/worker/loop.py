@@ -76,6 +76,7 @@ class Worker:
         self.claimed = threading.Event()
         self.stopped = threading.Event()
         self.settled_count = 0
+        self.started_count = 0
         self.claim_count = 0
         self.exit_reason = ""
         self._running: dict[uuid.UUID, Attempt] = {}
@@ -241,10 +242,12 @@ class Worker:
             if attempt is None:
                 return
             with self._lock:
-                if self._slots_used >= self.config.concurrency:
+                full = self._slots_used >= self.config.concurrency
+                if full or self._recycle.started_enough(self.started_count):
                     self._ahead.put_back(attempt)
                     return
                 self._slots_used += 1
+                self.started_count += 1
                 attempt.holds_slot = True
             self._start(attempt)
 

@@ -17,6 +17,11 @@ class Recycle:
         self._config = config
         self._next_memory_check = time.monotonic() + MEMORY_CHECK_SECONDS
 
+    def started_enough(self, started: int) -> bool:
+        """Whether ``--max-jobs`` bodies have started: no more start, even of jobs claimed
+        ahead (they are given back at the stop), whoever frees a slot first."""
+        return self._config.max_jobs is not None and started >= self._config.max_jobs
+
     def reason(self, *, settled: int) -> str | None:
         """Why the worker should stop now, or None."""
         max_jobs = self._config.max_jobs
