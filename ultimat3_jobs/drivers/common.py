@@ -15,6 +15,7 @@ from typing import Protocol
 from ultimat3_jobs.errors import JobClaimQueuesEmpty, JobPageInvalid, PauseInvalid
 from ultimat3_jobs.types import (
     COUNTER_PERIODS,
+    NACK_ACTIONS,
     PAUSE_SCOPES,
     SETTLE_ACTIONS,
     CounterPeriod,
@@ -103,6 +104,13 @@ def check_settle_action(action: str) -> None:
     ``ValueError``, nothing written)."""
     if action not in SETTLE_ACTIONS:
         raise ValueError(f"a settle action is one of {SETTLE_ACTIONS}; got {action!r}")
+
+
+def check_nack_action(action: str) -> None:
+    """Refuse a ``job_nack`` whose action is none of ``retry``, ``fail``, ``drop`` (a caller's
+    bug: a ``ValueError``, nothing written)."""
+    if action not in NACK_ACTIONS:
+        raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
 
 
 def check_heartbeat_queues(queues: Sequence[str]) -> None:
