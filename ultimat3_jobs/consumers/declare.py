@@ -20,6 +20,7 @@ from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, Retry, cron, job
 from ultimat3_jobs.model.origin import Origin
 from ultimat3_jobs.types import EnqueueResult
+from ultimat3_jobs.values import whole_number
 
 NAME_PATTERN = r"[a-z0-9][a-z0-9_.-]{0,79}"
 BATCH_SIZE_MAX = 10_000
@@ -115,11 +116,7 @@ def consumer(
         raise ConsumerInvalid(f"consumer {name!r} is already declared", field="name")
     if not callable(handle):
         raise ConsumerInvalid(f"consumer {name!r}: handle must be callable", field="handle")
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
-        or not 1 <= batch_size <= BATCH_SIZE_MAX
-    ):
+    if not whole_number(batch_size, 1, BATCH_SIZE_MAX):
         raise ConsumerInvalid(
             f"consumer {name!r}: batch_size must be an integer from 1 to {BATCH_SIZE_MAX}; got "
             f"{batch_size!r:.40}",

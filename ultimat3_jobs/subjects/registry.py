@@ -15,6 +15,7 @@ from typing import Any, Literal
 from django.db import models
 
 from ultimat3_jobs.errors import SubjectFieldUnknown, SubjectTableInvalid
+from ultimat3_jobs.values import whole_number
 
 EraseRule = Literal["delete", "anonymize"] | Callable[[models.QuerySet[Any]], Any]
 PAGE_SIZE_MAX = 10_000
@@ -92,11 +93,7 @@ def register_subject_table(
             f"{erase!r:.80}",
             field="erase",
         )
-    if (
-        isinstance(page_size, bool)
-        or not isinstance(page_size, int)
-        or not 1 <= page_size <= PAGE_SIZE_MAX
-    ):
+    if not whole_number(page_size, 1, PAGE_SIZE_MAX):
         raise SubjectTableInvalid(
             f"subject table {label}: page_size must be an integer from 1 to {PAGE_SIZE_MAX}; "
             f"got {page_size!r:.40}",
