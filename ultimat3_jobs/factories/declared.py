@@ -1,4 +1,4 @@
-"""``Declared``: the declarations of one factory kind (backfills, purges) by name.
+"""``Declared``: the declarations of one kind (backfills, purges, consumers) by name.
 
 Layer: factories. A factory declares at import time and its job's body, the management command
 and the inspection read back by name, from any thread.
@@ -21,9 +21,18 @@ class Declared[T]:
         self._lock = threading.Lock()
         self._by_name: dict[str, T] = {}
 
+    def __contains__(self, name: object) -> bool:
+        with self._lock:
+            return name in self._by_name
+
     def add(self, name: str, declaration: T) -> None:
         with self._lock:
             self._by_name[name] = declaration
+
+    def remove(self, name: str) -> None:
+        """Forget the declaration under ``name``, if any."""
+        with self._lock:
+            self._by_name.pop(name, None)
 
     def all(self) -> list[T]:
         """Every declaration, by name."""
