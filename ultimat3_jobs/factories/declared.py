@@ -1,4 +1,5 @@
-"""``Declared``: the declarations of one kind (backfills, purges, consumers) by name.
+"""``Declared``: the declarations of one kind (backfills, purges, consumers, subject tables) by
+name.
 
 Layer: factories. A factory declares at import time and its job's body, the management command
 and the inspection read back by name, from any thread.
@@ -34,10 +35,20 @@ class Declared[T]:
         with self._lock:
             self._by_name.pop(name, None)
 
+    def clear(self) -> None:
+        """Forget every declaration (for tests)."""
+        with self._lock:
+            self._by_name.clear()
+
     def all(self) -> list[T]:
         """Every declaration, by name."""
         with self._lock:
             return [self._by_name[name] for name in sorted(self._by_name)]
+
+    def find(self, name: str) -> T | None:
+        """The declaration under ``name``, or ``None``."""
+        with self._lock:
+            return self._by_name.get(name)
 
     def get(self, name: str) -> T:
         """The declaration under ``name``, or the kind's refusal naming the declared ones."""
