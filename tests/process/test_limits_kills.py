@@ -186,4 +186,4 @@ def test_keyed_caps_hold_while_workers_are_killed(workers: Workers) -> None:
 
 @pytest.mark.slow
 def test_keyed_caps_hold_while_workers_are_killed_at_full_scale(workers: Workers) -> None:
-    chaos(workers, 2000, seed=1414)
+    chaos(workers, int(os.environ.get("ULTIMAT3_LIMITS_KILL_JOBS_SLOW", "2000")), seed=1414)
