@@ -57,6 +57,7 @@ EnqueueStatus = Literal["created", "deduped", "staged"]
 PublishMode = Literal["on-commit", "now", "staged"]
 OnConflict = Literal["dedupe", "error"]
 NackAction = Literal["retry", "fail", "drop"]
+NACK_ACTIONS: tuple[NackAction, ...] = ("retry", "fail", "drop")
 
 
 _last_uuid7_ms = 0

@@ -55,7 +55,7 @@ def feeds() -> Iterator[None]:
     consumer("admin-idle", source=FeedRow, handle=_record, batch_size=2)
     yield
     for name in ("admin-feed", "admin-idle"):
-        declare._consumers.pop(name, None)
+        declare._consumers.remove(name)
         for job_name in (f"consumer:{name}", f"consumer:{name}.supervisor"):
             if job_name in registry:
                 registry.unregister(job_name)

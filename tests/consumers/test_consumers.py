@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _forget(name: str) -> None:
-    declare._consumers.pop(name, None)
+    declare._consumers.remove(name)
     for job_name in (f"consumer:{name}", f"consumer:{name}.supervisor"):
         if job_name in registry:
             registry.unregister(job_name)

@@ -96,11 +96,12 @@ def _erased_and_stepped(job_id: Any) -> tuple[int, int]:
 @pytest.fixture
 def erase_tables(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("ULTIMAT3_SUBJECT_ERASE_WORKER", "1")
-    saved = dict(subject_registry._tables)
+    saved = subject_registry.registered_subject_tables()
     subject_registry._tables.clear()
     yield monkeypatch
     subject_registry._tables.clear()
-    subject_registry._tables.update(saved)
+    for table in saved:
+        subject_registry._tables.add(table.label, table)
 
 
 def _erase_under_kills(

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.template.response import TemplateResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from ultimat3_jobs.admin.permissions import VIEW_JOB, can_watch, has
+from ultimat3_jobs.admin.watch_pages import refusal, watch_page
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers.backfill_seam import BackfillRun
 from ultimat3_jobs.factories.inspect import BackfillView, inspect_backfills
@@ -69,18 +67,16 @@ def backfill_rows(views: list[BackfillView], now: datetime) -> list[BackfillRow]
 
 
 def backfills_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
-    if not can_watch(request.user):
-        raise PermissionDenied
-    if request.method not in ("GET", "HEAD"):
-        return HttpResponseNotAllowed(["GET", "HEAD"])
+    refused = refusal(request)
+    if refused is not None:
+        return refused
     views = inspect_backfills()
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "title": "Backfills",
-        "opts": model_admin.opts,
-        "can_view_jobs": has(request.user, VIEW_JOB),
-        "environment": get_settings().environment,
-        "backfills": backfill_rows(views, timezone.now()),
-        "pending": sum(1 for view in views if view.pending),
-    }
-    return TemplateResponse(request, "ultimat3_jobs/admin/backfills.html", context)
+    return watch_page(
+        model_admin,
+        request,
+        "backfills",
+        "Backfills",
+        environment=get_settings().environment,
+        backfills=backfill_rows(views, timezone.now()),
+        pending=sum(1 for view in views if view.pending),
+    )

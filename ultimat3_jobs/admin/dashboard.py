@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.template.response import TemplateResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from ultimat3_jobs.admin.display import format_age, queue_rows
-from ultimat3_jobs.admin.permissions import VIEW_JOB, can_watch, has
+from ultimat3_jobs.admin.permissions import VIEW_JOB, has
+from ultimat3_jobs.admin.watch_pages import refusal, watch_page
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.operator import introspection
 from ultimat3_jobs.types import COUNTER_OUTCOMES, CounterRow
@@ -157,10 +156,9 @@ def name_totals(rows: Sequence[CounterRow]) -> list[dict[str, Any]]:
 
 
 def dashboard_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
-    if not can_watch(request.user):
-        raise PermissionDenied
-    if request.method not in ("GET", "HEAD"):
-        return HttpResponseNotAllowed(["GET", "HEAD"])
+    refused = refusal(request)
+    if refused is not None:
+        return refused
     driver = get_driver()
     now = timezone.now()
     start = now.replace(second=0, microsecond=0) - timedelta(minutes=MINUTES - 1)
@@ -172,18 +170,18 @@ def dashboard_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRe
         stats, [pause.target for pause in pauses if pause.scope == "queue"]
     )
     site = model_admin.admin_site
-    context = {
-        **site.each_context(request),
-        "title": "Jobs dashboard",
-        "opts": model_admin.opts,
-        "can_view_jobs": has(request.user, VIEW_JOB),
-        "queues": queue_rows(
+    return watch_page(
+        model_admin,
+        request,
+        "dashboard",
+        "Jobs dashboard",
+        queues=queue_rows(
             overview, workers, admin_site_name=site.name, link=has(request.user, VIEW_JOB)
         ),
-        "chart": chart(minute_series(rows, start=start)),
-        "totals": name_totals(rows),
-        "outcomes": COUNTER_OUTCOMES,
-        "workers": [
+        chart=chart(minute_series(rows, start=start)),
+        totals=name_totals(rows),
+        outcomes=COUNTER_OUTCOMES,
+        workers=[
             {
                 "worker": worker,
                 "demand": sorted(worker.demand.items()),
@@ -192,8 +190,7 @@ def dashboard_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRe
             }
             for worker in workers
         ],
-        "slots": sum(worker.slots for worker in workers),
-        "other_pauses": [pause for pause in pauses if pause.scope != "queue"],
-        "since": start,
-    }
-    return TemplateResponse(request, "ultimat3_jobs/admin/dashboard.html", context)
+        slots=sum(worker.slots for worker in workers),
+        other_pauses=[pause for pause in pauses if pause.scope != "queue"],
+        since=start,
+    )

@@ -13,6 +13,7 @@ each.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,59 +30,49 @@ LIST_FILTERS = {"state": "states", "queue": "queues", "name": "names"}
 """Lookups ``job_list`` takes as a list of exact values."""
 
 
+_ANNOTATIONS = ("error_count", "last_error_class", "last_error_message")
+"""What a changelist row carries beside the job's columns, as the ORM's annotations."""
+
+
+def _job(
+    source: JobSummary | JobRecord,
+    *,
+    error_count: int,
+    last_error_class: str | None,
+    last_error_message: str | None,
+) -> Job:
+    """A :class:`Job` with every column ``source`` carries (its state as the column's text)."""
+    columns = {
+        field.name: getattr(source, field.name)
+        for field in dataclasses.fields(source)
+        if field.name != "state" and field.name not in _ANNOTATIONS
+    }
+    job = Job(state=source.state.value, **columns)
+    job.error_count = error_count  # type: ignore[attr-defined]
+    job.last_error_class = last_error_class  # type: ignore[attr-defined]
+    job.last_error_message = last_error_message  # type: ignore[attr-defined]
+    return job
+
+
 def job_from_summary(summary: JobSummary) -> Job:
     """A changelist row: the summary's columns, and its last error as the ORM's annotations."""
-    job = Job(
-        id=summary.id,
-        name=summary.name,
-        queue=summary.queue,
-        state=summary.state.value,
-        priority=summary.priority,
-        run_at=summary.run_at,
-        idempotency_key=summary.idempotency_key,
-        tenant_id=summary.tenant_id,
-        attempt=summary.attempt,
-        max_attempts=summary.max_attempts,
-        worker_id=summary.worker_id,
-        created_at=summary.created_at,
-        started_at=summary.started_at,
-        finished_at=summary.finished_at,
+    return _job(
+        summary,
+        error_count=summary.error_count,
+        last_error_class=summary.last_error_class,
+        last_error_message=summary.last_error_message,
     )
-    job.error_count = summary.error_count  # type: ignore[attr-defined]
-    job.last_error_class = summary.last_error_class  # type: ignore[attr-defined]
-    job.last_error_message = summary.last_error_message  # type: ignore[attr-defined]
-    return job
 
 
 def job_from_record(record: JobRecord) -> Job:
     """A job in full (its page, a selected row)."""
-    job = Job(
-        id=record.id,
-        name=record.name,
-        queue=record.queue,
-        state=record.state.value,
-        priority=record.priority,
-        run_at=record.run_at,
-        input=record.input,
-        idempotency_key=record.idempotency_key,
-        tenant_id=record.tenant_id,
-        enqueued_by=record.enqueued_by,
-        attempt=record.attempt,
-        max_attempts=record.max_attempts,
-        worker_id=record.worker_id,
-        lease_expires_at=record.lease_expires_at,
-        progress=record.progress,
-        result=record.result,
-        errors=record.errors,
-        created_at=record.created_at,
-        started_at=record.started_at,
-        finished_at=record.finished_at,
-    )
     last = record.errors[-1] if record.errors else {}
-    job.error_count = len(record.errors)  # type: ignore[attr-defined]
-    job.last_error_class = last.get("error_class")  # type: ignore[attr-defined]
-    job.last_error_message = last.get("message")  # type: ignore[attr-defined]
-    return job
+    return _job(
+        record,
+        error_count=len(record.errors),
+        last_error_class=last.get("error_class"),
+        last_error_message=last.get("message"),
+    )
 
 
 def _one_of(lookups: Mapping[str, Any], field: str) -> list[str] | None:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
-from django.template.response import TemplateResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from ultimat3_jobs.admin.display import queue_rows
 from ultimat3_jobs.admin.leases import leases_context, release_lease
-from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, author, can_watch, has
+from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, VIEW_JOB, author, has
+from ultimat3_jobs.admin.watch_pages import refusal, watch_page
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import JobDeclarationInvalid, JobsError
@@ -62,37 +62,35 @@ def retention_rows() -> list[dict[str, Any]]:
 
 
 def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
-    if not can_watch(request.user):
-        raise PermissionDenied
+    refused = refusal(request, ("GET", "HEAD", "POST"))
+    if refused is not None:
+        return refused
     if request.method == "POST":
         if request.POST.get("op") == "release":
             return release_lease(request, get_driver())
         return change_pause(request)
-    if request.method not in ("GET", "HEAD"):
-        return HttpResponseNotAllowed(["GET", "HEAD", "POST"])
     driver = get_driver()
     pauses = driver.pause_list()
     overview = introspection.queues_overview(
         driver.queue_stats(), [pause.target for pause in pauses if pause.scope == "queue"]
     )
     site = model_admin.admin_site
-    context = {
-        **site.each_context(request),
-        "title": "Queues",
-        "opts": model_admin.opts,
-        "can_view_jobs": has(request.user, VIEW_JOB),
-        "queues": queue_rows(overview, admin_site_name=site.name, link=has(request.user, VIEW_JOB)),
-        "pauses": pauses,
-        "scopes": PAUSE_SCOPES,
-        "can_pause": has(request.user, PAUSE_QUEUE),
-        "target_max_length": TARGET_MAX_LENGTH,
-        "retention": retention_rows(),
-        "purge_name": DEFAULT_PURGE_NAME,
-        "purge_cron": get_settings().purge_cron,
-        "purge_batch_size": get_settings().purge_batch_size,
+    return watch_page(
+        model_admin,
+        request,
+        "queues",
+        "Queues",
+        queues=queue_rows(overview, admin_site_name=site.name, link=has(request.user, VIEW_JOB)),
+        pauses=pauses,
+        scopes=PAUSE_SCOPES,
+        can_pause=has(request.user, PAUSE_QUEUE),
+        target_max_length=TARGET_MAX_LENGTH,
+        retention=retention_rows(),
+        purge_name=DEFAULT_PURGE_NAME,
+        purge_cron=get_settings().purge_cron,
+        purge_batch_size=get_settings().purge_batch_size,
         **leases_context(driver, request.user),
-    }
-    return TemplateResponse(request, "ultimat3_jobs/admin/queues.html", context)
+    )
 
 
 def change_pause(request: HttpRequest) -> HttpResponse:

@@ -7,8 +7,9 @@ touches neither settings nor the job registry.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ultimat3_jobs.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ultimat3_jobs.consumers.declare import (
@@ -28,18 +29,14 @@ __all__ = [
     "rows_after",
 ]
 
-_LAZY = {
-    "ConsumerHandle": "declare",
-    "Source": "source",
-    "consumer": "declare",
-    "consumer_named": "declare",
-    "registered_consumers": "declare",
-    "rows_after": "source",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module = importlib.import_module(f"ultimat3_jobs.consumers.{_LAZY[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module 'ultimat3_jobs.consumers' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ConsumerHandle": ".declare",
+        "Source": ".source",
+        "consumer": ".declare",
+        "consumer_named": ".declare",
+        "registered_consumers": ".declare",
+        "rows_after": ".source",
+    },
+)

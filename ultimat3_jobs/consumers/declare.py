@@ -16,15 +16,19 @@ from ultimat3_jobs.consumers import loop
 from ultimat3_jobs.consumers.source import Cursor, Source, as_source
 from ultimat3_jobs.consumers.tables import ConsumerCursor
 from ultimat3_jobs.errors import ConsumerInvalid, ConsumerUnknown
+from ultimat3_jobs.factories.declared import Declared
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, Retry, cron, job
 from ultimat3_jobs.model.origin import Origin
 from ultimat3_jobs.types import EnqueueResult
+from ultimat3_jobs.values import whole_number
 
 NAME_PATTERN = r"[a-z0-9][a-z0-9_.-]{0,79}"
 BATCH_SIZE_MAX = 10_000
 _NAME = re.compile(NAME_PATTERN)
-_consumers: dict[str, ConsumerHandle] = {}
+_consumers: Declared[ConsumerHandle] = Declared(
+    "consumer", lambda message: ConsumerUnknown(message, field="name")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +119,7 @@ def consumer(
         raise ConsumerInvalid(f"consumer {name!r} is already declared", field="name")
     if not callable(handle):
         raise ConsumerInvalid(f"consumer {name!r}: handle must be callable", field="handle")
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
-        or not 1 <= batch_size <= BATCH_SIZE_MAX
-    ):
+    if not whole_number(batch_size, 1, BATCH_SIZE_MAX):
         raise ConsumerInvalid(
             f"consumer {name!r}: batch_size must be an integer from 1 to {BATCH_SIZE_MAX}; got "
             f"{batch_size!r:.40}",
@@ -161,21 +161,15 @@ def consumer(
     spec.supervisor = cron(
         cron=supervise, tz="UTC", name=f"{job_name(name)}.supervisor", queue=queue, tenant="none"
     )(supervise_run)
-    _consumers[name] = spec
+    _consumers.add(name, spec)
     return spec
 
 
 def registered_consumers() -> list[ConsumerHandle]:
     """Every declared consumer, by name."""
-    return [_consumers[name] for name in sorted(_consumers)]
+    return _consumers.all()
 
 
 def consumer_named(name: str) -> ConsumerHandle:
     """The consumer declared as ``name`` (``X_CONSUMER_UNKNOWN`` otherwise)."""
-    try:
-        return _consumers[name]
-    except KeyError:
-        known = ", ".join(sorted(_consumers)) or "none"
-        raise ConsumerUnknown(
-            f"no consumer is declared as {name!r} (declared: {known})", field="name"
-        ) from None
+    return _consumers.get(name)

@@ -15,6 +15,7 @@ from typing import Protocol
 from ultimat3_jobs.errors import JobClaimQueuesEmpty, JobPageInvalid, PauseInvalid
 from ultimat3_jobs.types import (
     COUNTER_PERIODS,
+    NACK_ACTIONS,
     PAUSE_SCOPES,
     SETTLE_ACTIONS,
     CounterPeriod,
@@ -22,6 +23,7 @@ from ultimat3_jobs.types import (
     JobState,
     SettleItem,
 )
+from ultimat3_jobs.values import whole_number
 
 ENQUEUE_CHUNK = 1000
 """``job_enqueue_many`` writes at most this many jobs per statement."""
@@ -105,6 +107,13 @@ def check_settle_action(action: str) -> None:
         raise ValueError(f"a settle action is one of {SETTLE_ACTIONS}; got {action!r}")
 
 
+def check_nack_action(action: str) -> None:
+    """Refuse a ``job_nack`` whose action is none of ``retry``, ``fail``, ``drop`` (a caller's
+    bug: a ``ValueError``, nothing written)."""
+    if action not in NACK_ACTIONS:
+        raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
+
+
 def check_heartbeat_queues(queues: Sequence[str]) -> None:
     """Refuse a worker heartbeat whose ``queues`` is one string instead of a list of names."""
     if isinstance(queues, str):
@@ -113,7 +122,7 @@ def check_heartbeat_queues(queues: Sequence[str]) -> None:
 
 def check_queue_stats_limit(limit: int) -> None:
     """Refuse a ``queue_stats`` limit that is not a positive integer."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    if not whole_number(limit, 1):
         raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
 
 
@@ -179,7 +188,7 @@ def check_job_list(
     """Refuse a list request that breaks a rule (:class:`JobPageInvalid`): a page size outside
     1..:data:`JOB_PAGE_MAX`, an unknown state, a cursor that is not a job id, a filter that is
     a bare string. An empty filter means any, like ``None``."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= JOB_PAGE_MAX:
+    if not whole_number(limit, 1, JOB_PAGE_MAX):
         raise JobPageInvalid(f"a page holds 1 to {JOB_PAGE_MAX} jobs; got limit={limit!r}")
     checked_states = _names_filter("states", states)
     known = {state.value for state in JobState}

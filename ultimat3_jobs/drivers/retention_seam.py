@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.types import FINISHED_STATES, JobState
+from ultimat3_jobs.values import whole_number
 
 PURGE_LIMIT_MAX = 10_000
 """The most rows one retention delete may touch: one statement stays short."""
@@ -44,7 +45,7 @@ def check_finished_state(state: JobState | str) -> JobState:
 
 def check_purge_limit(limit: int) -> int:
     """``limit`` as an int from 0 to :data:`PURGE_LIMIT_MAX`, or :class:`StoreRefused`."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= PURGE_LIMIT_MAX:
+    if not whole_number(limit, 0, PURGE_LIMIT_MAX):
         raise StoreRefused(f"limit must be an integer from 0 to {PURGE_LIMIT_MAX}; got {limit!r}")
     return limit
 

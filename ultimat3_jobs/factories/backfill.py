@@ -37,6 +37,7 @@ from ultimat3_jobs.factories.sources import Reader, count_of, reader_for
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, job
 from ultimat3_jobs.model.job_definition import Retry
+from ultimat3_jobs.values import whole_number
 
 BATCH_SIZE_MAX = 10_000
 RATE_MAX = 1000.0
@@ -114,11 +115,7 @@ def backfill(
         raise _refuse(name, "source", "must be exactly one of queryset= or pages=", None)
     if not callable(handle):
         raise _refuse(name, "handle", "must be callable", handle)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-        raise _refuse(
-            name, "batch_size", f"must be an integer from 1 to {BATCH_SIZE_MAX}", batch_size
-        )
-    if not 1 <= batch_size <= BATCH_SIZE_MAX:
+    if not whole_number(batch_size, 1, BATCH_SIZE_MAX):
         raise _refuse(
             name, "batch_size", f"must be an integer from 1 to {BATCH_SIZE_MAX}", batch_size
         )

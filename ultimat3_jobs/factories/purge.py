@@ -29,6 +29,7 @@ from ultimat3_jobs.factories.declared import Declared
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, job
 from ultimat3_jobs.model.definitions import cron as cron_job
+from ultimat3_jobs.values import whole_number
 
 TARGET_NAME_PATTERN = r"[a-z0-9][a-z0-9_.:-]{0,99}"
 MAX_BATCHES_DEFAULT = 1000
@@ -120,15 +121,11 @@ def purge(
     delete (``PURGE_BATCH_SIZE`` unless given, at most 10,000), at most ``max_batches`` per
     target and pass. Answers the job's handle; ``handle.enqueue()`` runs a pass now."""
     checked = _check_targets(name, targets)
-    if batch_size is not None and (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
-        or not 1 <= batch_size <= PURGE_LIMIT_MAX
-    ):
+    if batch_size is not None and not whole_number(batch_size, 1, PURGE_LIMIT_MAX):
         raise _refuse(
             name, "batch_size", f"must be an integer from 1 to {PURGE_LIMIT_MAX}", batch_size
         )
-    if isinstance(max_batches, bool) or not isinstance(max_batches, int) or max_batches < 1:
+    if not whole_number(max_batches, 1):
         raise _refuse(name, "max_batches", "must be an integer of at least 1", max_batches)
 
     def body(ctx: JobContext) -> dict[str, int]:

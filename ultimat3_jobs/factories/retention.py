@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.factories.purge import PurgeTarget
 from ultimat3_jobs.types import JobState
@@ -34,17 +34,25 @@ DEFAULT_PURGE_NAME = "ultimat3_jobs.purge"
 """The purge declared by ``ultimat3_jobs/jobs.py`` on ``PURGE_CRON`` over every built-in target."""
 
 
-def _setting(
-    read: Callable[[Settings], float | None], given: float | None
-) -> Callable[[], float | None]:
-    if given is not None:
-        return lambda: float(given)
-    return lambda: read(get_settings())
+def setting_target(
+    name: str,
+    attribute: str,
+    *,
+    retention: float | None,
+    delete: Callable[[datetime, int], int],
+    count: Callable[[datetime, int], int],
+) -> PurgeTarget:
+    """A target that keeps ``retention`` seconds when given in code, else the setting
+    ``attribute`` (read when a pass starts, so a changed setting applies to the next pass)."""
 
+    def keep() -> float | None:
+        if retention is not None:
+            return float(retention)
+        value: float | None = getattr(get_settings(), attribute)
+        return value
 
-def _key(attribute: str, given: float | None) -> str:
-    """The setting a target's retention is read from, ``""`` when given in code."""
-    return "" if given is not None else attribute.upper()
+    setting = "" if retention is not None else attribute.upper()
+    return PurgeTarget(name=name, retention=keep, delete=delete, count=count, setting=setting)
 
 
 def finished_jobs(state: JobState | str, *, retention: float | None = None) -> PurgeTarget:
@@ -59,12 +67,8 @@ def finished_jobs(state: JobState | str, *, retention: float | None = None) -> P
     def count(cutoff: datetime, cap: int) -> int:
         return get_driver().job_count_finished(state=found, before=cutoff, limit=cap)
 
-    return PurgeTarget(
-        name=f"jobs.{found.value}",
-        retention=_setting(lambda s: getattr(s, key), retention),
-        delete=delete,
-        count=count,
-        setting=_key(key, retention),
+    return setting_target(
+        f"jobs.{found.value}", key, retention=retention, delete=delete, count=count
     )
 
 
@@ -79,12 +83,8 @@ def published_outbox(*, retention: float | None = None) -> PurgeTarget:
     def count(cutoff: datetime, cap: int) -> int:
         return get_outbox().outbox_count_published(before=cutoff, limit=cap)
 
-    return PurgeTarget(
-        name="outbox",
-        retention=_setting(lambda s: s.outbox_retention_seconds, retention),
-        delete=delete,
-        count=count,
-        setting=_key("outbox_retention_seconds", retention),
+    return setting_target(
+        "outbox", "outbox_retention_seconds", retention=retention, delete=delete, count=count
     )
 
 
@@ -97,12 +97,8 @@ def expired_events(*, retention: float | None = None) -> PurgeTarget:
     def count(cutoff: datetime, cap: int) -> int:
         return get_driver().event_count_expired(before=cutoff, limit=cap)
 
-    return PurgeTarget(
-        name="events",
-        retention=_setting(lambda s: s.retention_events_seconds, retention),
-        delete=delete,
-        count=count,
-        setting=_key("retention_events_seconds", retention),
+    return setting_target(
+        "events", "retention_events_seconds", retention=retention, delete=delete, count=count
     )
 
 
@@ -116,12 +112,8 @@ def old_counters(*, retention: float | None = None) -> PurgeTarget:
     def count(cutoff: datetime, cap: int) -> int:
         return get_driver().counter_count(before=cutoff, limit=cap)
 
-    return PurgeTarget(
-        name="counters",
-        retention=_setting(lambda s: s.retention_counters_seconds, retention),
-        delete=delete,
-        count=count,
-        setting=_key("retention_counters_seconds", retention),
+    return setting_target(
+        "counters", "retention_counters_seconds", retention=retention, delete=delete, count=count
     )
 
 

@@ -33,6 +33,7 @@ from ultimat3_jobs.factories.sources import cursor_of
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, job
 from ultimat3_jobs.model.job_definition import TenantRule
+from ultimat3_jobs.values import whole_number
 
 FORMATS = ("jsonl", "csv")
 PAGE_ROWS_MAX = 100_000
@@ -126,11 +127,7 @@ def export_rows(
     read only the rows of the tenant it runs for, into ``<prefix>/<tenant>/<page index>``."""
     _check("export_rows", name, format)
     _export_tenant(name, queryset, tenant, tenant_field)
-    if (
-        isinstance(page_rows, bool)
-        or not isinstance(page_rows, int)
-        or not 1 <= page_rows <= PAGE_ROWS_MAX
-    ):
+    if not whole_number(page_rows, 1, PAGE_ROWS_MAX):
         rule = f"page_rows must be an integer from 1 to {PAGE_ROWS_MAX}"
         raise ImportInvalid(f"export_rows {name!r}: {rule}; got {page_rows!r}")
     if isinstance(fields, str) or not fields:
@@ -211,7 +208,7 @@ def import_rows(
     if tenant != "none":
         raise ImportInvalid(f'import_rows {name!r}: tenant must be "none"; got {tenant!r}')
     for option, value in (("page_bytes", page_bytes), ("max_record_bytes", max_record_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not whole_number(value, 1):
             raise ImportInvalid(
                 f"import_rows {name!r}: {option} must be a positive integer; got {value!r}"
             )

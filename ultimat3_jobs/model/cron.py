@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from ultimat3_jobs.errors import JobDeclarationInvalid
+from ultimat3_jobs.values import whole_number
 
 CatchUp = Literal["skip", "run-once", "all"]
 CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("skip", "run-once", "all")
@@ -72,11 +73,7 @@ class Schedule:
                 f"got {self.catch_up!r}"
             )
         limit = self.max_catch_up
-        if (
-            isinstance(limit, bool)
-            or not isinstance(limit, int)
-            or not 1 <= limit <= MAX_CATCH_UP_LIMIT
-        ):
+        if not whole_number(limit, 1, MAX_CATCH_UP_LIMIT):
             raise JobDeclarationInvalid(
                 f"task {task!r}: max_catch_up must be an integer from 1 to {MAX_CATCH_UP_LIMIT}; "
                 f"got {limit!r}"

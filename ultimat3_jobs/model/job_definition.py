@@ -26,6 +26,7 @@ from ultimat3_jobs.types import (
     PRIORITY_MIN,
     QUEUE_NAME_PATTERN,
 )
+from ultimat3_jobs.values import whole_number
 
 MAX_ATTEMPTS_LIMIT = 1000
 TIMEOUT_SECONDS_LIMIT = 7 * 86400.0
@@ -65,9 +66,7 @@ class Retry:
     def check(self, job_name: str) -> None:
         """Refuse a value that is not finite or out of range, naming the option."""
         a = self.attempts
-        if a is not None and (
-            isinstance(a, bool) or not isinstance(a, int) or not 1 <= a <= MAX_ATTEMPTS_LIMIT
-        ):
+        if a is not None and not whole_number(a, 1, MAX_ATTEMPTS_LIMIT):
             raise refuse(
                 job_name, "retry.attempts", f"must be an integer from 1 to {MAX_ATTEMPTS_LIMIT}", a
             )
@@ -167,7 +166,7 @@ def check_declaration(definition: JobDefinition) -> None:
     ):
         raise refuse(name, "queue", f"must match {QUEUE_NAME_PATTERN}", definition.queue)
     p = definition.priority
-    if isinstance(p, bool) or not isinstance(p, int) or not PRIORITY_MIN <= p <= PRIORITY_MAX:
+    if not whole_number(p, PRIORITY_MIN, PRIORITY_MAX):
         raise refuse(
             name, "priority", f"must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX}", p
         )
@@ -183,9 +182,7 @@ def check_declaration(definition: JobDefinition) -> None:
             t,
         )
     lease = definition.lease_seconds
-    if lease is not None and (
-        isinstance(lease, bool) or not isinstance(lease, int) or not 1 <= lease <= 7 * 86400
-    ):
+    if lease is not None and not whole_number(lease, 1, 7 * 86400):
         raise refuse(name, "lease_seconds", "must be an integer from 1 to 604800", lease)
     if not (definition.tenant == "none" or callable(definition.tenant)):
         raise refuse(name, "tenant", 'must be "none" or a callable of the input', definition.tenant)

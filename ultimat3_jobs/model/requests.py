@@ -37,6 +37,7 @@ from ultimat3_jobs.types import (
     OnConflict,
     new_job_id,
 )
+from ultimat3_jobs.values import whole_number
 
 if TYPE_CHECKING:
     from ultimat3_jobs.model.definitions import JobDefinition
@@ -68,11 +69,7 @@ def _queue(definition: JobDefinition, options: EnqueueOptions, settings: Setting
 
 def _priority(definition: JobDefinition, options: EnqueueOptions) -> int:
     priority = options.priority if options.priority is not None else definition.priority
-    if (
-        isinstance(priority, bool)
-        or not isinstance(priority, int)
-        or not PRIORITY_MIN <= priority <= PRIORITY_MAX
-    ):
+    if not whole_number(priority, PRIORITY_MIN, PRIORITY_MAX):
         raise JobPriorityInvalid(
             f"priority must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX} (higher runs "
             f"first); got {priority!r}",

@@ -18,12 +18,9 @@ Layer L3 (job model). Each rule is here, once:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from functools import cache
 from typing import TYPE_CHECKING, Any
-
-from django.utils.module_loading import import_string
 
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.errors import (
@@ -33,6 +30,7 @@ from ultimat3_jobs.errors import (
     JobTenantMismatch,
 )
 from ultimat3_jobs.model.context import current_tenant, install_tenant, uninstall_tenant
+from ultimat3_jobs.model.hooks import setting_hook
 from ultimat3_jobs.model.options import RESOLVE, EnqueueOptions
 
 if TYPE_CHECKING:
@@ -88,30 +86,10 @@ def _text(value: Any) -> str | None:
 # -- the hooks ------------------------------------------------------------------------------
 
 
-@cache
-def _imported(path: str) -> Any:
-    return import_string(path)
-
-
-def tenancy_hook(settings: Settings, key: str) -> Callable[..., Any] | None:
-    """The callable a tenancy setting names (``TENANT_RESOLVER``, ``TENANT_CONTEXT`` or
-    ``TENANT_FROM_REQUEST``), or ``None`` when unset. Raises
-    :class:`~ultimat3_jobs.errors.JobsConfigurationError` for a path that does not import or
-    names something that is not callable (the system checks report it first)."""
-    setting = getattr(settings, key.lower())
-    if setting is None or callable(setting):
-        return setting  # type: ignore[no-any-return]  # a callable of the setting
-    try:
-        found = _imported(setting)
-    except ImportError as exc:
-        raise JobsConfigurationError(
-            f"ULTIMAT3_JOBS[{key!r}] names {setting!r}, which cannot be imported: {exc}"
-        ) from exc
-    if not callable(found):
-        raise JobsConfigurationError(
-            f"ULTIMAT3_JOBS[{key!r}] names {setting!r}, which is not callable"
-        )
-    return found  # type: ignore[no-any-return]  # import_string answers Any
+tenancy_hook = setting_hook
+"""The callable a tenancy setting names (``TENANT_RESOLVER``, ``TENANT_CONTEXT`` or
+``TENANT_FROM_REQUEST``), or ``None`` when unset: see
+:func:`~ultimat3_jobs.model.hooks.setting_hook`."""
 
 
 def check_tenancy_hooks(settings: Settings) -> list[tuple[str, str]]:

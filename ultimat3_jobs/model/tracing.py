@@ -16,10 +16,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from django.utils.module_loading import import_string
-
 from ultimat3_jobs.conf import Settings
 from ultimat3_jobs.errors import JobOptionInvalid, JobsConfigurationError
+from ultimat3_jobs.model.hooks import setting_hook
 
 logger = logging.getLogger("ultimat3_jobs.tracing")
 
@@ -60,21 +59,8 @@ def explicit_traceparent(value: Any) -> str | None:
         raise JobOptionInvalid(str(exc), field="traceparent", rule="w3c-traceparent") from None
 
 
-def _source(settings: Settings) -> Callable[[], Any] | None:
-    setting = settings.traceparent
-    if setting is None or callable(setting):
-        return setting
-    try:
-        source = import_string(setting)
-    except ImportError as exc:
-        raise JobsConfigurationError(
-            f"ULTIMAT3_JOBS['TRACEPARENT'] names {setting!r}, which cannot be imported: {exc}"
-        ) from exc
-    if not callable(source):
-        raise JobsConfigurationError(
-            f"ULTIMAT3_JOBS['TRACEPARENT'] names {setting!r}, which is not callable"
-        )
-    return source  # type: ignore[no-any-return]  # import_string answers Any
+def _source(settings: Settings) -> Callable[..., Any] | None:
+    return setting_hook(settings, "TRACEPARENT")
 
 
 OTEL_TRACE_MODULE = "opentelemetry.trace"

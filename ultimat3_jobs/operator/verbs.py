@@ -27,6 +27,7 @@ from ultimat3_jobs.errors import (
     StoreRefused,
 )
 from ultimat3_jobs.types import LIVE_STATES, BulkResult, JobState, PauseScope
+from ultimat3_jobs.values import whole_number
 
 RETRY_FAILED_CHUNK = 1000
 """``retry_failed`` requeues at most this many jobs per statement."""
@@ -200,7 +201,7 @@ def retry_failed(driver: JobDriver, name: str, limit: int | None = None) -> Bulk
     all), :data:`RETRY_FAILED_CHUNK` per statement. Refuses none: a job whose idempotency key a
     live job holds stays failed, as do the older of failed jobs sharing a key. Answers how many
     moved and how many failed jobs of that name remain."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+    if limit is not None and not whole_number(limit, 0):
         raise ValueError(f"limit is a number of jobs, 0 or more, or None; got {limit!r}")
     moved = 0
     while True:

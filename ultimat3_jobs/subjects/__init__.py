@@ -8,8 +8,9 @@ touches neither settings nor the job registry; any of them declares the two requ
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ultimat3_jobs.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ultimat3_jobs.subjects.requests import (
@@ -30,8 +31,4 @@ __all__ = [
     "subject_export",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module("ultimat3_jobs.subjects.requests"), name)
-    raise AttributeError(f"module 'ultimat3_jobs.subjects' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__, ".requests"))

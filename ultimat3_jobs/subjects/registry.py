@@ -15,6 +15,8 @@ from typing import Any, Literal
 from django.db import models
 
 from ultimat3_jobs.errors import SubjectFieldUnknown, SubjectTableInvalid
+from ultimat3_jobs.factories.declared import Declared
+from ultimat3_jobs.values import whole_number
 
 EraseRule = Literal["delete", "anonymize"] | Callable[[models.QuerySet[Any]], Any]
 PAGE_SIZE_MAX = 10_000
@@ -41,7 +43,7 @@ class SubjectTable:
         return self.model._default_manager.filter(**{self.field: subject_id})
 
 
-_tables: dict[str, SubjectTable] = {}
+_tables: Declared[SubjectTable] = Declared("subject table", SubjectTableInvalid)
 
 
 def register_subject_table(
@@ -92,33 +94,29 @@ def register_subject_table(
             f"{erase!r:.80}",
             field="erase",
         )
-    if (
-        isinstance(page_size, bool)
-        or not isinstance(page_size, int)
-        or not 1 <= page_size <= PAGE_SIZE_MAX
-    ):
+    if not whole_number(page_size, 1, PAGE_SIZE_MAX):
         raise SubjectTableInvalid(
             f"subject table {label}: page_size must be an integer from 1 to {PAGE_SIZE_MAX}; "
             f"got {page_size!r:.40}",
             field="page_size",
         )
     table = SubjectTable(model, field, erase, values, page_size)
-    _tables[label] = table
+    _tables.add(label, table)
     return table
 
 
 def unregister_subject_table(model: type[models.Model]) -> None:
     """Forget ``model``'s entry (for tests)."""
-    _tables.pop(model._meta.label, None)
+    _tables.remove(model._meta.label)
 
 
 def registered_subject_tables() -> list[SubjectTable]:
     """Every registered table, by label."""
-    return [_tables[label] for label in sorted(_tables)]
+    return _tables.all()
 
 
 def table_named(label: str) -> SubjectTable | None:
-    return _tables.get(label)
+    return _tables.find(label)
 
 
 def check_reach(tables: list[SubjectTable]) -> None:

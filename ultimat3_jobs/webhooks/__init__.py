@@ -8,8 +8,9 @@ touches neither settings nor the HTTP client.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ultimat3_jobs.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ultimat3_jobs.webhooks.inbound import (
@@ -29,18 +30,14 @@ __all__ = [
     "webhook_receiver_urls",
 ]
 
-_LAZY = {
-    "ReceivedEvent": "inbound",
-    "WebhookHandle": "outbound",
-    "standard_webhooks_verify": "inbound",
-    "webhook": "outbound",
-    "webhook_receiver": "inbound",
-    "webhook_receiver_urls": "inbound",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module = importlib.import_module(f"ultimat3_jobs.webhooks.{_LAZY[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module 'ultimat3_jobs.webhooks' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ReceivedEvent": ".inbound",
+        "WebhookHandle": ".outbound",
+        "standard_webhooks_verify": ".inbound",
+        "webhook": ".outbound",
+        "webhook_receiver": ".inbound",
+        "webhook_receiver_urls": ".inbound",
+    },
+)

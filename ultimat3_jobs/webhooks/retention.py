@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.factories.purge import PurgeTarget
+from ultimat3_jobs.factories.retention import setting_target
 from ultimat3_jobs.webhooks import ledger
 
 TARGET_NAME = "webhooks"
@@ -23,21 +23,16 @@ def webhook_deliveries(*, retention: float | None = None) -> PurgeTarget:
     """Webhook ledger rows recorded longer ago than ``retention`` seconds (else
     ``RETENTION_WEBHOOKS_SECONDS``; ``None`` there keeps them for ever)."""
 
-    def keep() -> float | None:
-        if retention is not None:
-            return float(retention)
-        return get_settings().retention_webhooks_seconds
-
     def delete(cutoff: datetime, limit: int) -> int:
         return ledger.purge_deliveries(before=cutoff, limit=limit)
 
     def count(cutoff: datetime, cap: int) -> int:
         return ledger.count_deliveries(before=cutoff, limit=cap)
 
-    return PurgeTarget(
-        name=TARGET_NAME,
-        retention=keep,
+    return setting_target(
+        TARGET_NAME,
+        "retention_webhooks_seconds",
+        retention=retention,
         delete=delete,
         count=count,
-        setting="" if retention is not None else "RETENTION_WEBHOOKS_SECONDS",
     )

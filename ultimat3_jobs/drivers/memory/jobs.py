@@ -12,6 +12,7 @@ from typing import Any
 from ultimat3_jobs.drivers.base import (
     RESCUE_BATCH_DEFAULT,
     check_claim_queues,
+    check_nack_action,
     check_settle_action,
     log_lost_beats,
     log_unowned,
@@ -223,8 +224,7 @@ class JobStatements(MemoryState):
         counts_as_attempt: bool = True,
         progress_json: str | None = None,
     ) -> bool:
-        if action not in ("retry", "fail", "drop"):
-            raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
+        check_nack_action(action)
         entry = _normalized(error.as_json()) if error is not None and action != "drop" else None
         _check_json(progress_json or "null", "progress")
         with self._lock:

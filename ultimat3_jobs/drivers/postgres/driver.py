@@ -25,6 +25,7 @@ from ultimat3_jobs.drivers.base import (
     RESCUE_BATCH_DEFAULT,
     JobDriver,
     check_claim_queues,
+    check_nack_action,
     log_lost_beats,
     log_unowned,
     log_unsettled,
@@ -258,6 +259,7 @@ class PostgresDriver(
         counts_as_attempt: bool = True,
         progress_json: str | None = None,
     ) -> bool:
+        check_nack_action(action)
         statement = {"retry": "job_nack_retry", "fail": "job_nack_fail", "drop": "job_nack_drop"}
         params: dict[str, Any] = {"id": job_id, "claim_token": claim_token}
         if action != "drop":

@@ -17,16 +17,11 @@ the whole row.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import inspect
-from collections.abc import Callable, Iterator
-from typing import Any
-
 import psycopg
 from django.db import Error as DjangoDatabaseError
 from django.db import InterfaceError, OperationalError
 
+from ultimat3_jobs.drivers.translation import SeamTranslation, first_line
 from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
 
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (DjangoDatabaseError, psycopg.Error)
@@ -57,8 +52,7 @@ def _primary(exc: BaseException) -> str:
         primary = getattr(diag, "message_primary", None) if diag is not None else None
         if primary:
             return str(primary).strip()
-    lines = str(exc).strip().splitlines()
-    return lines[0].strip() if lines else ""
+    return first_line(exc)
 
 
 def seam_error(exc: BaseException) -> DriverUnavailable | StoreRefused:
@@ -71,30 +65,10 @@ def seam_error(exc: BaseException) -> DriverUnavailable | StoreRefused:
     return StoreRefused(reason=reason, sqlstate=sqlstate)
 
 
-@contextlib.contextmanager
-def translated() -> Iterator[None]:
-    """Raise the seam's error in place of a database error raised inside the block."""
-    try:
-        yield
-    except DATABASE_ERRORS as exc:
-        raise seam_error(exc) from exc
+_TRANSLATION = SeamTranslation(DATABASE_ERRORS, seam_error)
 
+translated = _TRANSLATION.translated
+"""Raise the seam's error in place of a database error raised inside the block."""
 
-def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        with translated():
-            return method(*args, **kwargs)
-
-    return call
-
-
-def speaks_seam_errors[C: type](cls: C) -> C:
-    """Class decorator: every public method ``cls`` defines runs inside :func:`translated`."""
-    for name, member in list(vars(cls).items()):
-        if name.startswith("_") or not inspect.isfunction(member):
-            continue
-        if inspect.isgeneratorfunction(member) or inspect.iscoroutinefunction(member):
-            raise TypeError(f"{cls.__name__}.{name}: only plain methods can be translated")
-        setattr(cls, name, _translating(member))
-    return cls
+speaks_seam_errors = _TRANSLATION.speaks_seam_errors
+"""Class decorator: every public method a class defines runs inside :func:`translated`."""

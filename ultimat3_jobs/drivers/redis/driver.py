@@ -26,6 +26,8 @@ from ultimat3_jobs.drivers.base import (
     JobDriver,
     WakeSubscription,
     check_claim_queues,
+    check_nack_action,
+    check_settle_action,
     log_lost_beats,
     log_unowned,
 )
@@ -165,6 +167,7 @@ class RedisDriver(
         its script runs; then the completions go in one script and each failure in its own
         (each script atomic, each fenced by its claim token)."""
         for item in items:
+            check_settle_action(item.action)
             if item.action != "complete":
                 codec.check_json(item.progress_json or "null", "progress")
                 if item.error is not None and item.action != "drop":
@@ -204,8 +207,7 @@ class RedisDriver(
         counts_as_attempt: bool = True,
         progress_json: str | None = None,
     ) -> bool:
-        if action not in ("retry", "fail", "drop"):
-            raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
+        check_nack_action(action)
         entry = None
         if error is not None and action != "drop":
             entry = codec.error_entry(error.as_json())

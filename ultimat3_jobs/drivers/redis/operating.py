@@ -14,6 +14,7 @@ from ultimat3_jobs.drivers.base import (
     check_counter_period,
     check_job_list,
     check_pause,
+    check_queue_stats_limit,
     cursor_gone,
 )
 from ultimat3_jobs.drivers.redis import codec
@@ -124,8 +125,7 @@ class OperatorMethods(RedisStore):
         return BulkResult(moved=int(moved), remaining=int(remaining))
 
     def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"queue_stats counts up to a positive limit; got {limit!r}")
+        check_queue_stats_limit(limit)
         now_text, *rows = self._run("queue_stats", [str(limit)])
         now = codec.moment(now_text)
         assert now is not None

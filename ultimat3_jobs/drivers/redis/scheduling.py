@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS
+from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, check_heartbeat_queues
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
@@ -86,8 +86,7 @@ class SchedulerMethods(RedisStore):
         draining: bool = False,
         limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        if isinstance(queues, str):
-            raise TypeError("queues must be a sequence of queue names, not one string")
+        check_heartbeat_queues(queues)
         names = list(dict.fromkeys(queues))
         args = [
             worker_id,

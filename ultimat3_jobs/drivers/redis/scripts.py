@@ -12,16 +12,14 @@ again); an error Redis answers to a script raises :class:`~ultimat3_jobs.errors.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
-import inspect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from redis import exceptions as redis_errors
 
+from ultimat3_jobs.drivers.translation import SeamTranslation, first_line
 from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
@@ -35,44 +33,21 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
 """What says Redis could not be reached (or cannot take writes now), not that it refused data."""
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0].strip()[:300] if lines else ""
-
-
 def seam_error(exc: BaseException) -> DriverUnavailable | StoreRefused:
     """The seam's error for an error of the Redis client."""
-    reason = f"{type(exc).__name__}: {_first_line(exc)}"
+    reason = f"{type(exc).__name__}: {first_line(exc)[:300]}"
     if isinstance(exc, UNREACHABLE):
         return DriverUnavailable(f"the job store (Redis) cannot be reached: {reason}")
     return StoreRefused(reason=reason)
 
 
-@contextlib.contextmanager
-def translated() -> Iterator[None]:
-    """Raise the seam's error in place of a Redis client error raised inside the block."""
-    try:
-        yield
-    except redis_errors.RedisError as exc:
-        raise seam_error(exc) from exc
+_TRANSLATION = SeamTranslation((redis_errors.RedisError,), seam_error)
 
+translated = _TRANSLATION.translated
+"""Raise the seam's error in place of a Redis client error raised inside the block."""
 
-def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        with translated():
-            return method(*args, **kwargs)
-
-    return call
-
-
-def speaks_seam_errors[C: type](cls: C) -> C:
-    """Class decorator: every public method ``cls`` defines runs inside :func:`translated`."""
-    for name, member in list(vars(cls).items()):
-        if name.startswith("_") or not inspect.isfunction(member):
-            continue
-        setattr(cls, name, _translating(member))
-    return cls
+speaks_seam_errors = _TRANSLATION.speaks_seam_errors
+"""Class decorator: every public method a class defines runs inside :func:`translated`."""
 
 
 class Scripts:

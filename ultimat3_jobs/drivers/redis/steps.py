@@ -19,7 +19,12 @@ from ultimat3_jobs.drivers.base import log_unowned
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
-from ultimat3_jobs.drivers.steps_seam import EVENT_PURGE_DEFAULT, EventSent, StepRecord
+from ultimat3_jobs.drivers.steps_seam import (
+    EVENT_PURGE_DEFAULT,
+    EventSent,
+    StepRecord,
+    check_step_put_status,
+)
 from ultimat3_jobs.types import StepKind, StepStatus
 
 
@@ -43,8 +48,7 @@ class StepScriptMethods(RedisStore):
         output_json: str = "null",
         error_json: str | None = None,
     ) -> bool:
-        if status not in ("done", "compensated"):
-            raise ValueError(f"step_put writes 'done' or 'compensated'; got {status!r}")
+        check_step_put_status(status)
         codec.check_json(output_json, "output")
         if error_json is not None:
             codec.check_json(error_json, "error")

@@ -17,6 +17,8 @@ from typing import Any
 
 from redis import exceptions as redis_errors
 
+from ultimat3_jobs.drivers.common import call_on_wake
+
 logger = logging.getLogger("ultimat3_jobs.wake")
 
 POLL_SECONDS = 0.25
@@ -103,11 +105,4 @@ class RedisWake:
         with self._deliver_lock:
             if self._stop.is_set():
                 return
-            try:
-                self._on_wake(queue)
-            except Exception:
-                logger.exception(
-                    "jobs.wake.callback_failed: on_wake(%r) raised",
-                    queue,
-                    extra={"event": "jobs.wake.callback_failed", "queue": queue},
-                )
+            call_on_wake(self._on_wake, queue)

@@ -65,6 +65,17 @@ local function fmt(n)
     return string.format('%.0f', n)
 end
 
+-- Seconds (a number, or its text) as whole microseconds, rounded to the nearest.
+local function us(seconds)
+    return math.floor(tonumber(seconds) * 1000000 + 0.5)
+end
+
+-- A due moment: ``at`` (microseconds, as text) when given, else now plus ``seconds`` (none: 0).
+local function at_or_after(at, seconds, now)
+    if at then return tonumber(at) end
+    return now + us(seconds or '0')
+end
+
 -- An optional argument: '' is null, '=text' is text (so an empty string stays a value).
 local function opt(text)
     if text == nil or text == '' then return nil end
@@ -390,12 +401,7 @@ local function enqueue_one(a, at, now)
         local holder = redis.call('HGET', B .. ':keys', live_field(name, key))
         if holder then return 'deduped', holder, false end
     end
-    local due
-    if run_at then
-        due = tonumber(run_at)
-    else
-        due = now + math.floor(tonumber(delay or '0') * 1000000 + 0.5)
-    end
+    local due = at_or_after(run_at, delay, now)
     redis.call('HSET', k, 'name', name, 'queue', queue, 'state', 'queued',
         'priority', priority, 'run_at', fmt(due), 'input', input, 'attempt', 0,
         'max_attempts', max_attempts, 'errors', '[]', 'created_at', fmt(now),

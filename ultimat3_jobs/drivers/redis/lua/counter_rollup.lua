@@ -5,7 +5,7 @@
 -- Writes B:counters:minute, B:counters:hour, B:counter_rows:minute, B:counter_rows:hour.
 -- Answers how many minute rows (job name and bucket) were folded.
 local now = now_us()
-local cutoff = now - math.floor(tonumber(ARGV[1]) * 1000000 + 0.5)
+local cutoff = now - us(ARGV[1])
 local fields = redis.call('HGETALL', B .. ':counters:minute')
 local folded = {}
 local rows = 0

@@ -11,7 +11,7 @@ local name, key, payload, tenant = ARGV[1], ARGV[2], ARGV[3], opt(ARGV[4])
 local now = now_us()
 local eid = string.format('%015d', redis.call('INCR', B .. ':event_seq'))
 local field = live_field(name, key)
-local expires = now + math.floor(tonumber(ARGV[5]) * 1000000 + 0.5)
+local expires = now + us(ARGV[5])
 redis.call('HSET', B .. ':event:' .. eid, 'name', name, 'key', key, 'payload', payload,
     'created_at', fmt(now), 'expires_at', fmt(expires))
 if tenant then redis.call('HSET', B .. ':event:' .. eid, 'tenant', tenant) end

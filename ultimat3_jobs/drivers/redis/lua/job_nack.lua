@@ -26,7 +26,7 @@ end
 if progress then redis.call('HSET', k, 'progress', progress) end
 redis.call('HDEL', k, 'lease_expires_at')
 if action == 'retry' then
-    row.run_at = now + math.floor(math.max(delay, 0) * 1000000 + 0.5)
+    row.run_at = now + us(math.max(delay, 0))
     redis.call('HSET', k, 'run_at', fmt(row.run_at))
     redis.call('HDEL', k, 'claim_token', 'worker_id')
     move(id, 'running', 'queued', row, now)

@@ -37,7 +37,7 @@ for i = 0, n - 1 do
         redis.call('HDEL', k, 'lease_expires_at', 'claim_token')
         redis.call('HSET', k, 'body_pending', 0)
         if action == 'retry' then
-            row.run_at = now + math.floor(math.max(delay, 0) * 1000000 + 0.5)
+            row.run_at = now + us(math.max(delay, 0))
             redis.call('HSET', k, 'run_at', fmt(row.run_at))
             redis.call('HDEL', k, 'finished_at')
             move(id, 'running', 'queued', row, now)

@@ -13,12 +13,7 @@ local event, key, seconds, at = opt(ARGV[6]), opt(ARGV[7]), opt(ARGV[8]), opt(AR
 if owned(id, token) == nil then return nil end
 if redis.call('HEXISTS', skey(id), name) == 1 then return nil end
 local now = now_us()
-local wait_until
-if at then
-    wait_until = tonumber(at)
-else
-    wait_until = now + math.floor(tonumber(seconds or '0') * 1000000 + 0.5)
-end
+local wait_until = at_or_after(at, seconds, now)
 local step = {name = name, seq = seq, kind = kind, status = 'waiting', event = event,
     key = key, wait_since = fmt(now), wait_until = fmt(wait_until), updated_at = fmt(now)}
 step_save(id, step)

@@ -23,7 +23,7 @@ for i = 10, #ARGV do
     parts[#parts + 1] = cjson.encode(ARGV[i]) .. ':' .. ready
 end
 local k = B .. ':worker:' .. id
-local expires = now + math.floor(tonumber(ARGV[6]) * 1000000 + 0.5)
+local expires = now + us(ARGV[6])
 redis.call('HSETNX', k, 'started_at', fmt(now))
 redis.call('HSET', k, 'host', ARGV[2], 'pid', ARGV[3], 'queues', ARGV[4], 'slots', ARGV[5],
     'demand', '{' .. table.concat(parts, ',') .. '}', 'heartbeat_at', fmt(now),
