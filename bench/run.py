@@ -60,6 +60,7 @@ from bench.support import (
     WorkerProcess,
     children_cpu_seconds,
     cpu_busy_seconds,
+    guarded,
     kib_to_mib,
     load_average,
     machine_facts,
@@ -353,6 +354,10 @@ class Bench:
     def stop_workers(self) -> None:
         while self.workers:
             self.workers.pop().stop()
+
+    def close(self) -> None:
+        self.stop_workers()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def add(self, figure: Figure) -> None:
         self.figures[figure.key] = figure
@@ -1077,17 +1082,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_redis_side_by_side(quick=args.quick, page=None if args.no_docs else DOCS_PAGE)
     started = dt.datetime.now(dt.UTC)
     bench = Bench(args)
-    try:
-        bench.run()
-    except BenchError as exc:
-        say(f"FAILED: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        say("interrupted")
-        return 130
-    finally:
-        bench.stop_workers()
-        shutil.rmtree(bench.tmp, ignore_errors=True)
+    failed = guarded(bench.run, bench.close)
+    if failed is not None:
+        return failed
     runtime = time.perf_counter() - STARTED
     say(f"done in {runtime / 60:.1f} minutes")
     print(bench.table())

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import psycopg
@@ -192,3 +192,19 @@ class WorkerProcess:
     def _signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signum)
+
+
+def guarded(run: Callable[[], object], cleanup: Callable[[], object]) -> int | None:
+    """Run ``run``, then ``cleanup`` whatever happens; ``None`` when the run ended well, else the
+    exit status, said why: 1 for a :class:`BenchError`, 130 for an interrupt."""
+    try:
+        run()
+    except BenchError as exc:
+        say(f"FAILED: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    finally:
+        cleanup()
+    return None

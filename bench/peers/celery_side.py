@@ -16,7 +16,7 @@ import time
 
 from celery import Celery
 
-from bench.peers.common import emit, enqueue_batches, latency_samples, parse, send_stamp
+from bench.peers.common import parse, send_stamp, serve
 
 DSN_VARIABLE = "BENCH_PEER_DSN"
 
@@ -46,11 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     def enqueue_one(tag: int, port: int) -> None:
         stamp.delay(tag, port)
 
-    if options.action == "enqueue":
-        emit(enqueue_batches(options.jobs, options.batch, enqueue_batch))
-    else:
-        emit(latency_samples(options.samples, tuple(options.gap), enqueue_one))
-    return 0
+    return serve(options, enqueue_batch, enqueue_one)
 
 
 if __name__ == "__main__":

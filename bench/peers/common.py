@@ -89,3 +89,17 @@ def latency_samples(
             latencies.append((wait_stamp(sock, tag) - before) * 1000)
             time.sleep(rng.uniform(*gap))
     return {"latency_ms": latencies, "enqueue_call_ms": calls}
+
+
+def serve(
+    options: argparse.Namespace,
+    enqueue_batch: Callable[[int], object],
+    enqueue_one: Callable[[int, int], object],
+) -> int:
+    """Run the side's action (``enqueue`` or ``latency``) with its system's two calls and print
+    its result as one line of JSON."""
+    if options.action == "enqueue":
+        emit(enqueue_batches(options.jobs, options.batch, enqueue_batch))
+    else:
+        emit(latency_samples(options.samples, tuple(options.gap), enqueue_one))
+    return 0

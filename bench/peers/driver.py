@@ -35,6 +35,7 @@ from bench.support import (
     STARTED,
     BenchError,
     WorkerProcess,
+    guarded,
     load_average,
     machine_facts,
     percentile,
@@ -242,6 +243,10 @@ class SideBySide:
         while self.workers:
             self.workers.pop().stop()
 
+    def close(self) -> None:
+        self.stop_workers()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
     def facts(self) -> dict[str, str]:
         facts = machine_facts()
         row = self.server.admin().execute("show server_version").fetchone()
@@ -258,18 +263,10 @@ def run_side_by_side(*, quick: bool, page: Path | None) -> int:
     workload = QUICK if quick else FULL
     started = dt.datetime.now(dt.UTC)
     runner = SideBySide(workload)
-    try:
-        facts = runner.facts()
-        runner.run()
-    except BenchError as exc:
-        say(f"FAILED: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        say("interrupted")
-        return 130
-    finally:
-        runner.stop_workers()
-        shutil.rmtree(runner.tmp, ignore_errors=True)
+    facts: dict[str, str] = {}
+    failed = guarded(lambda: (facts.update(runner.facts()), runner.run()), runner.close)
+    if failed is not None:
+        return failed
     runtime = time.perf_counter() - STARTED
     rows = [(system.key, system.label) for system in runner.systems]
     print(table(rows, runner.results))

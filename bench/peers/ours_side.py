@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from bench.peers.common import emit, enqueue_batches, latency_samples, parse
+from bench.peers.common import parse, serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,11 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     def enqueue_one(tag: int, port: int) -> None:
         stamp.enqueue(tag=tag, port=port)
 
-    if options.action == "enqueue":
-        emit(enqueue_batches(options.jobs, options.batch, enqueue_batch))
-    else:
-        emit(latency_samples(options.samples, tuple(options.gap), enqueue_one))
-    return 0
+    return serve(options, enqueue_batch, enqueue_one)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pgqueuer.db import AsyncpgDriver
 from pgqueuer.models import Job
 from pgqueuer.queries import Queries
 
-from bench.peers.common import emit, enqueue_batches, latency_samples, parse, send_stamp
+from bench.peers.common import parse, send_stamp, serve
 
 DSN_VARIABLE = "BENCH_PEER_DSN"
 
@@ -65,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         loop.run_until_complete(queries.enqueue("stamp", payload))
 
     try:
-        if options.action == "enqueue":
-            emit(enqueue_batches(options.jobs, options.batch, enqueue_batch))
-        else:
-            emit(latency_samples(options.samples, tuple(options.gap), enqueue_one))
+        serve(options, enqueue_batch, enqueue_one)
     finally:
         loop.run_until_complete(connection.close())
         loop.close()

@@ -17,7 +17,7 @@ import time
 
 import procrastinate
 
-from bench.peers.common import emit, enqueue_batches, latency_samples, parse, send_stamp
+from bench.peers.common import parse, send_stamp, serve
 
 DSN_VARIABLE = "BENCH_PEER_DSN"
 
@@ -52,10 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         loop.run_until_complete(local_stamp.defer_async(tag=tag, port=port))
 
     try:
-        if options.action == "enqueue":
-            emit(enqueue_batches(options.jobs, options.batch, enqueue_batch))
-        else:
-            emit(latency_samples(options.samples, tuple(options.gap), enqueue_one))
+        serve(options, enqueue_batch, enqueue_one)
     finally:
         loop.run_until_complete(local.close_async())
         loop.close()

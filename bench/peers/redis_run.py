@@ -39,6 +39,7 @@ from bench.support import (
     STARTED,
     BenchError,
     WorkerProcess,
+    guarded,
     load_average,
     machine_facts,
     percentile,
@@ -303,6 +304,10 @@ class RedisSideBySide:
         while self.workers:
             self.workers.pop().stop()
 
+    def close(self) -> None:
+        self.stop_workers()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
 
 def spread(values: list[float]) -> str:
     return f"{min(values):,.0f}-{max(values):,.0f}"
@@ -337,17 +342,9 @@ def run_redis_side_by_side(*, quick: bool, page: Path | None) -> int:
     workload = QUICK if quick else FULL
     started = dt.datetime.now(dt.UTC)
     runner = RedisSideBySide(workload)
-    try:
-        runner.run()
-    except BenchError as exc:
-        say(f"FAILED: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        say("interrupted")
-        return 130
-    finally:
-        runner.stop_workers()
-        shutil.rmtree(runner.tmp, ignore_errors=True)
+    failed = guarded(runner.run, runner.close)
+    if failed is not None:
+        return failed
     print(redis_table(runner))
     if page is not None and not quick:
         text = section(runner, workload, started, time.perf_counter() - STARTED)

@@ -15,7 +15,7 @@ import time
 from redis import Redis
 from rq import Queue
 
-from bench.peers.common import emit, enqueue_batches, latency_samples, parse, send_stamp
+from bench.peers.common import parse, send_stamp, serve
 
 MODULE = "bench.peers.rq_side"
 """The functions are named by this path: run as ``python -m``, this module is ``__main__``,
@@ -41,11 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     def enqueue_one(tag: int, port: int) -> None:
         queue.enqueue(f"{MODULE}.stamp", tag, port)
 
-    if options.action == "enqueue":
-        emit(enqueue_batches(options.jobs, options.batch, enqueue_batch))
-    else:
-        emit(latency_samples(options.samples, tuple(options.gap), enqueue_one))
-    return 0
+    return serve(options, enqueue_batch, enqueue_one)
 
 
 if __name__ == "__main__":
