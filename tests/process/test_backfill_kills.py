@@ -56,6 +56,9 @@ def _sweep_with_kills(
         started += 1
         worker = workers.start(f"backfill-{started}", concurrency=1)
     workers.wait(lambda: settled([job_id]), timeout=300, what="the backfill settled")
+    # The run may have settled just before the last kill, so the replacement can still be
+    # starting: a SIGTERM before its handlers are installed would end it with -15, not 0.
+    workers.wait_registered(worker, timeout=60)
     worker.signal(signal.SIGTERM)
     assert worker.wait(20) == 0, workers.report()
 

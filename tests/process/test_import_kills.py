@@ -93,6 +93,7 @@ def _import_with_kills(
         started += 1
         worker = workers.start(f"import-{started}", concurrency=1)
     workers.wait(lambda: settled([job_id]), timeout=600, what="the import settled")
+    workers.wait_registered(worker, timeout=60)  # a SIGTERM mid-start would end it with -15
     worker.signal(signal.SIGTERM)
     assert worker.wait(20) == 0, workers.report()
 

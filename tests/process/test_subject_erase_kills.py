@@ -139,6 +139,7 @@ def _erase_under_kills(
         timeout=300,
         what="the erase settled",
     )
+    workers.wait_registered(worker, timeout=60)  # a SIGTERM mid-start would end it with -15
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0, workers.report()
 
