@@ -106,8 +106,13 @@ def _consume_under_kills(workers: Workers, rows: int, kills: int, seed: int) -> 
     assert len(pids) >= 2, "no kill moved the consumer to another process"
 
 
-def test_a_consumer_killed_again_and_again_handles_every_row_once(workers: Workers) -> None:
+def test_a_consumer_killed_again_and_again_handles_every_row_once(
+    workers: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = int(os.environ.get("ULTIMAT3_CONSUMER_KILL_ROWS", "1000"))
+    # Batches of 10 (100 turns of 0.1 s at least): on a quiet machine, batches of 50 let the
+    # surviving worker finish the 1,000 rows before the fifth kill.
+    monkeypatch.setenv("ULTIMAT3_FEED_BATCH", "10")
     _consume_under_kills(workers, rows=rows, kills=5, seed=17)
 
 

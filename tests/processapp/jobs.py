@@ -105,7 +105,7 @@ def _declare_feed() -> None:
         FEED,
         source=FeedRow.objects.all(),
         handle=_handle_feed,
-        batch_size=50,
+        batch_size=int(os.environ.get("ULTIMAT3_FEED_BATCH", "50")),
         run_seconds=3,
         idle_seconds=0.2,
         supervise="* * * * * *",
