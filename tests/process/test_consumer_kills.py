@@ -86,7 +86,7 @@ def _consume_under_kills(workers: Workers, rows: int, kills: int, seed: int) -> 
     assert _cursor() == last, workers.report()
     for process in live:
         process.signal(signal.SIGTERM)
-        assert process.wait(30) == 0, workers.report()
+        assert process.wait(60) == 0, workers.report()
 
     handled = list(FeedHandled.objects.values_list("row_id", flat=True))
     assert len(handled) == rows, f"{len(handled)} items handled for {rows} rows"
