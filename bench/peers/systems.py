@@ -78,7 +78,7 @@ def ours(version: str, database: str) -> System:
             str(CONCURRENCY),
         ),
         pending_sql="select count(*) from x_jobs where state <> 'completed'",
-        reset_sql="truncate x_jobs, x_job_counters, x_job_workers",
+        reset_sql="truncate x_jobs, x_job_counters, x_job_workers cascade",
     )
 
 
