@@ -382,6 +382,33 @@ def test_the_page_offers_pause_or_resume_never_both(role, role_client, jobs_driv
     assert "Resume this job name" not in html
 
 
+def test_pause_and_resume_of_a_name_say_whether_each_changed(role_client, jobs_driver):
+    job_id = enqueue(jobs_driver, name="tests.noop")
+    client = role_client("pauser_viewer")
+
+    def act(action: str) -> str:
+        data = {"action": action, "_selected_action": str(job_id), "index": "0"}
+        return client.post(CHANGELIST, data, follow=True).content.decode()
+
+    assert "Paused job name tests.noop." in act("pause_job_names")
+    assert [(p.scope, p.target) for p in jobs_driver.pause_list()] == [("job", "tests.noop")]
+    assert "Job name tests.noop was already paused." in act("pause_job_names")
+    assert "Resumed job name tests.noop." in act("resume_job_names")
+    assert jobs_driver.pause_list() == []
+    assert "Job name tests.noop was not paused." in act("resume_job_names")
+
+
+def test_run_now_reports_what_was_already_due(role_client, jobs_driver):
+    due = job_in_state(jobs_driver, "queued")
+    response = role_client("superuser").post(
+        CHANGELIST,
+        {"action": "promote_jobs", "_selected_action": str(due), "index": "0"},
+        follow=True,
+    )
+    html = response.content.decode()
+    assert "Made due now 0 jobs. 1 job left as it was (already due, not queued, or gone)." in html
+
+
 def test_a_durable_job_lists_its_steps_redacted_like_input(role_client, jobs_driver):
     job_id = enqueue(
         jobs_driver, name="tests.secret", input_json='{"account": 1, "api_token": "x"}'

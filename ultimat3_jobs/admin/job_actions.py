@@ -7,7 +7,7 @@ Layer: surface. Every change goes through :mod:`~ultimat3_jobs.operator.verbs`."
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib import admin, messages
@@ -20,6 +20,7 @@ from django.urls import reverse
 from ultimat3_jobs.admin import cancel
 from ultimat3_jobs.admin.permissions import author
 from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.models import Job
 from ultimat3_jobs.operator import verbs
 from ultimat3_jobs.types import FINISHED_STATES, LIVE_STATES, BulkResult, JobState
@@ -41,6 +42,30 @@ JOB_PAGE_ACTIONS: dict[str, tuple[str, frozenset[JobState] | None]] = {
 }
 """The buttons of a job's page: each runs the changelist action of that name on the job, when
 the job's state is one the verb acts on (``None``: any state)."""
+
+
+def _bulk_action(
+    permission: str,
+    description: str,
+    verb: Callable[[JobDriver, list[uuid.UUID]], BulkResult],
+    done: str,
+    left: str,
+) -> Callable[[JobActions, HttpRequest, QuerySet[Job]], HttpResponseBase | None]:
+    """An action that runs a bulk verb taking only the ids over the selection, reports what
+    moved and what was ``left`` as it was, and goes back to the job's page when it started
+    there."""
+
+    @admin.action(permissions=[permission], description=description)
+    def run(
+        self: JobActions, request: HttpRequest, queryset: QuerySet[Job]
+    ) -> HttpResponseBase | None:
+        ids = self._selected_ids(request, queryset)
+        if not ids:
+            return None
+        self._report(request, done, verb(get_driver(), ids), left)
+        return self._after(request, ids)
+
+    return run
 
 
 class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -80,6 +105,21 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
         )
         return [str(name) for name in names]
 
+    def _each_name(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Job],
+        verb: Callable[[str], bool],
+        changed: str,
+        unchanged: str,
+    ) -> None:
+        """Run ``verb`` on each selected job name and say, per name, whether it changed."""
+        for name in self._selected_names(request, queryset):
+            if verb(name):
+                self.message_user(request, changed.format(name), messages.SUCCESS)
+            else:
+                self.message_user(request, unchanged.format(name), messages.INFO)
+
     def _after(self, request: HttpRequest, ids: Sequence[uuid.UUID]) -> HttpResponseBase | None:
         """Where to go after an action started from a job's page: back to that job."""
         if request.POST.get(RETURN_TO_JOB) and len(ids) == 1:
@@ -117,32 +157,20 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
         self._report(request, "Cancelled", result, "already finished, or gone")
         return self._after(request, ids)
 
-    @admin.action(permissions=["requeue"], description="Requeue the selected jobs (finished ones)")
-    def requeue_jobs(
-        self, request: HttpRequest, queryset: QuerySet[Job]
-    ) -> HttpResponseBase | None:
-        ids = self._selected_ids(request, queryset)
-        if not ids:
-            return None
-        result = verbs.requeue_many(get_driver(), ids)
-        self._report(
-            request,
-            "Requeued",
-            result,
-            "queued or running, gone, or a live job holds its idempotency key",
-        )
-        return self._after(request, ids)
-
-    @admin.action(permissions=["promote"], description="Run the selected jobs now")
-    def promote_jobs(
-        self, request: HttpRequest, queryset: QuerySet[Job]
-    ) -> HttpResponseBase | None:
-        ids = self._selected_ids(request, queryset)
-        if not ids:
-            return None
-        result = verbs.promote_many(get_driver(), ids)
-        self._report(request, "Made due now", result, "already due, not queued, or gone")
-        return self._after(request, ids)
+    requeue_jobs = _bulk_action(
+        "requeue",
+        "Requeue the selected jobs (finished ones)",
+        verbs.requeue_many,
+        "Requeued",
+        "queued or running, gone, or a live job holds its idempotency key",
+    )
+    promote_jobs = _bulk_action(
+        "promote",
+        "Run the selected jobs now",
+        verbs.promote_many,
+        "Made due now",
+        "already due, not queued, or gone",
+    )
 
     @admin.action(permissions=["remove"], description="Remove the selected jobs")
     def remove_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponseBase | None:
@@ -199,15 +227,16 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
     def pause_job_names(
         self, request: HttpRequest, queryset: QuerySet[Job]
     ) -> HttpResponseBase | None:
-        driver = get_driver()
-        who = author(request.user)
-        for name in self._selected_names(request, queryset):
-            fresh = verbs.pause_job(driver, name, paused_by=who, reason="paused from the admin")
-            self.message_user(
-                request,
-                f"Paused job name {name}." if fresh else f"Job name {name} was already paused.",
-                messages.SUCCESS if fresh else messages.INFO,
-            )
+        driver, who = get_driver(), author(request.user)
+        self._each_name(
+            request,
+            queryset,
+            lambda name: verbs.pause_job(
+                driver, name, paused_by=who, reason="paused from the admin"
+            ),
+            "Paused job name {}.",
+            "Job name {} was already paused.",
+        )
         return None
 
     @admin.action(permissions=["pause"], description="Resume the selected jobs' names")
@@ -215,11 +244,11 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
         self, request: HttpRequest, queryset: QuerySet[Job]
     ) -> HttpResponseBase | None:
         driver = get_driver()
-        for name in self._selected_names(request, queryset):
-            lifted = verbs.resume_job(driver, name)
-            self.message_user(
-                request,
-                f"Resumed job name {name}." if lifted else f"Job name {name} was not paused.",
-                messages.SUCCESS if lifted else messages.INFO,
-            )
+        self._each_name(
+            request,
+            queryset,
+            lambda name: verbs.resume_job(driver, name),
+            "Resumed job name {}.",
+            "Job name {} was not paused.",
+        )
         return None

@@ -28,25 +28,15 @@ def counts_text(counts: Any) -> str:
     return ", ".join(f"{label} {count:,}" for label, count in sorted(counts.items()))
 
 
+_REQUEST = ("id", "kind", "state", "requested_by", "requested_at", "finished_at")
+"""What a request is and when it ran: the first columns of both the list and the page."""
+
+
 @admin.register(SubjectRequest)
 class SubjectRequestAdmin(ReadOnlyAdmin):
-    list_display = (
-        "id",
-        "kind",
-        "state",
-        "requested_by",
-        "requested_at",
-        "finished_at",
-        "per_table",
-        "job_id",
-    )
+    list_display = (*_REQUEST, "per_table", "job_id")
     fields = (
-        "id",
-        "kind",
-        "state",
-        "requested_by",
-        "requested_at",
-        "finished_at",
+        *_REQUEST,
         "job_id",
         "planned",
         "per_table",

@@ -49,6 +49,11 @@ class _Checks:
         self._state = state
         self._used: set[str] = set()
 
+    @property
+    def compensations(self) -> int:
+        """How many done steps this run reached have a compensation to run on unwind."""
+        return 0 if self._state is None else len(self._state.reached)
+
     def _direct(self, name: object) -> None:
         check_step_name(name, self._used)
         self._used.add(str(name))
@@ -143,10 +148,6 @@ class Steps(_Checks):
         if self._state is not None and self._state.reached:
             self._drive(self._state.plan_unwind())
 
-    @property
-    def compensations(self) -> int:
-        return 0 if self._state is None else len(self._state.reached)
-
     def _drive(self, plan: Plan) -> Any:
         assert self._state is not None
         writer = self._state.writer
@@ -218,10 +219,6 @@ class AsyncSteps(_Checks):
         """:meth:`Steps.unwind`."""
         if self._state is not None and self._state.reached:
             await self._drive(self._state.plan_unwind())
-
-    @property
-    def compensations(self) -> int:
-        return 0 if self._state is None else len(self._state.reached)
 
     async def _drive(self, plan: Plan) -> Any:
         assert self._state is not None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.errors import (
+    EnqueueRefused,
     JobInputInvalid,
     JobOptionInvalid,
     JobsConfigurationError,
@@ -71,14 +72,18 @@ def storable_text(text: str) -> bool:
     return True
 
 
-def _text(value: Any) -> str | None:
-    """A tenant as stored: ``None``, or text; ``ValueError`` for text the store cannot hold."""
+def _text(value: Any, refuse: type[EnqueueRefused], whose: str) -> str | None:
+    """A tenant as stored: ``None``, or text; text the store cannot hold is refused with
+    ``refuse`` (field ``tenant``, rule ``tenant-text``), its message starting with ``whose``."""
     tenant_id = None if value is None else str(value)
     if tenant_id is not None and (
         len(tenant_id) > TENANT_MAX_LENGTH or not storable_text(tenant_id)
     ):
-        raise ValueError(
-            f"must be text of at most {TENANT_MAX_LENGTH} characters; got {tenant_id!r:.80}"
+        raise refuse(
+            f"{whose} must be text of at most {TENANT_MAX_LENGTH} characters; "
+            f"got {tenant_id!r:.80}",
+            field="tenant",
+            rule="tenant-text",
         )
     return tenant_id
 
@@ -127,12 +132,7 @@ def enqueuer_tenant(options: EnqueueOptions, settings: Settings) -> str | None:
                 field="tenant",
                 rule="tenant-resolver",
             ) from exc
-    try:
-        return _text(value)
-    except ValueError as exc:
-        raise JobOptionInvalid(
-            f"the enqueuer's tenant (from {source}) {exc}", field="tenant", rule="tenant-text"
-        ) from None
+    return _text(value, JobOptionInvalid, f"the enqueuer's tenant (from {source})")
 
 
 def input_tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | None:
@@ -146,12 +146,7 @@ def input_tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | N
             field="tenant",
             rule="tenant-from-input",
         ) from exc
-    try:
-        return _text(value)
-    except ValueError as exc:
-        raise JobInputInvalid(
-            f"the tenant of job {definition.name!r} {exc}", field="tenant", rule="tenant-text"
-        ) from None
+    return _text(value, JobInputInvalid, f"the tenant of job {definition.name!r}")
 
 
 def row_tenant(definition: JobDefinition, input: Mapping[str, Any], enqueuer: Any) -> str | None:

@@ -89,6 +89,15 @@ def _identity_json(job: JobRecord | JobSummary, shown: Disclosure) -> dict[str, 
     }
 
 
+def _attempt_json(job: JobRecord | JobSummary) -> dict[str, Any]:
+    """Which attempt a job is at, of how many, and the worker that holds it, as JSON."""
+    return {
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "worker_id": job.worker_id,
+    }
+
+
 def _times_json(job: JobRecord | JobSummary) -> dict[str, Any]:
     return {
         "created_at": _iso(job.created_at),
@@ -108,9 +117,7 @@ def record_as_json(
     return {
         **_identity_json(record, shown),
         "enqueued_by": record.enqueued_by,
-        "attempt": record.attempt,
-        "max_attempts": record.max_attempts,
-        "worker_id": record.worker_id,
+        **_attempt_json(record),
         "lease_expires_at": _iso(record.lease_expires_at),
         **_times_json(record),
         "input": shown.payload(record.input),
@@ -130,9 +137,7 @@ def summary_as_json(job: JobSummary, *, reveal: bool = False) -> dict[str, Any]:
     shown = disclosure(job.name, reveal=reveal)
     return {
         **_identity_json(job, shown),
-        "attempt": job.attempt,
-        "max_attempts": job.max_attempts,
-        "worker_id": job.worker_id,
+        **_attempt_json(job),
         "error_count": job.error_count,
         "last_error_class": job.last_error_class,
         "last_error_message": shown.error_message(job.last_error_message),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -134,3 +135,38 @@ def configure_logging(level: str) -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         logger.addHandler(handler)
+
+
+class LoopCommand(BaseCommand):
+    """A command that runs one loop until it is stopped: its ``--<role>-id`` and
+    ``--log-level`` options, and the loop's exit code as the process's (see
+    :func:`loop_command`)."""
+
+    role = ""
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            f"--{self.role}-id", default=None, help=f"This {self.role}'s id (default: random)."
+        )
+        add_log_level(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        configure_logging(options["log_level"])
+        code = self.run(options[f"{self.role}_id"])
+        if code:
+            raise SystemExit(code)
+
+    def run(self, loop_id: str | None) -> int:
+        """Run the loop with this id (``None``: a random one) and answer its exit code."""
+        raise NotImplementedError
+
+
+def loop_command(role: str, help: str, run: Callable[[str | None], int]) -> type[LoopCommand]:
+    """The ``Command`` of a one-loop process: ``run(loop_id)`` runs the loop of ``role``."""
+
+    class Command(LoopCommand):
+        def run(self, loop_id: str | None) -> int:
+            return run(loop_id)
+
+    Command.role, Command.help = role, help
+    return Command
