@@ -13,6 +13,7 @@ import uuid
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, transaction
 from django.db.models import F, QuerySet
 
 from tests.testapp.models import Effect, SweepRow
@@ -294,6 +295,19 @@ def test_a_batch_writes_and_its_ledger_count_commit_together() -> None:
     assert list(SweepRow.objects.values_list("handled", flat=True)) == [0]
     (run,) = Backfill.objects.filter(run_id=run_id)
     assert (run.rows_done, run.batches_done) == (0, 0)
+
+
+def test_the_ledger_advance_lets_its_transaction_commit_without_waiting_for_the_flush() -> None:
+    """The batch's step, written after it on the same server, waits for the flush instead."""
+    run_id = uuid.uuid4()
+    driver = get_driver()
+    driver.backfill_start(name=sweep.name, scope="all", run_id=run_id, environment="")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("show synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+        assert driver.backfill_advance(run_id=run_id, batch=1, cursor_json="1", rows=1)
+        cursor.execute("show synchronous_commit")
+        assert cursor.fetchone()[0] == "off"
 
 
 def test_the_throttle_wait_is_cancellable() -> None:
