@@ -4,7 +4,12 @@
 its cursor and count, the ledger advanced per batch) sweeps a table of ``backfill_rows`` rows;
 then a plain loop of ``UPDATE ... WHERE id BETWEEN`` over the same table, the same batch size
 and the same update, from one session. Each is timed on its own; the figure is the backfill's
-rows/s as a share of the plain loop's.
+rows/s as a share of the plain loop's. The backfill is declared ``rows="queryset"``, as a sweep
+that sets columns in SQL would be: its ``handle`` gets the batch's key range as a QuerySet and
+sends the plain loop's update on it (``id > cursor and id <= last key``, the same 1,000 rows
+as the loop's ``BETWEEN``), so both sides run the same UPDATE on the same rows and batches; the
+backfill adds what makes it resumable (the read of each batch's last key, the ledger's count,
+the step).
 
 ``purge``: a drain of ``purge_drain_jobs`` no-op jobs on a table that also holds
 ``purge_rows`` jobs finished two hours ago, once alone, then again with a purge of those
@@ -93,7 +98,8 @@ def phase_backfill(bench: Bench) -> None:
             f"backfill of {rows:,} rows, batches of {BATCH}, 1 slot: database clock",
             backfill_rate,
             "rows/s",
-            detail="each batch one step (cursor and count stored) and one ledger write",
+            detail='rows="queryset": per batch one key read, the update and the ledger '
+            "count in one transaction, one step (cursor and count stored)",
         )
     )
     bench.add(

@@ -43,13 +43,10 @@ PURGE = "bench.purge"
 PURGE_QUEUE = "purge"
 
 
-def _mark(rows: list[Any]) -> None:
-    """The same statement as the plain loop's: one ``UPDATE ... WHERE id BETWEEN`` per batch."""
-    from tests.testapp.models import SweepRow
-
-    SweepRow.objects.filter(pk__gte=rows[0].pk, pk__lte=rows[-1].pk).update(
-        handled=F("handled") + 1, done=True
-    )
+def _mark(rows: Any) -> None:
+    """The plain loop's update on the batch's key range, in one statement: what a sweep that
+    sets columns in SQL would write with ``rows="queryset"`` (no row is loaded)."""
+    rows.update(handled=F("handled") + 1, done=True)
 
 
 def _declare() -> None:
@@ -60,6 +57,7 @@ def _declare() -> None:
         queryset=SweepRow.objects.all(),
         handle=_mark,
         batch_size=1000,
+        rows="queryset",
         count=SweepRow.objects.filter(done=False),
     )
     purge(

@@ -4,6 +4,7 @@ backfill``. On PostgreSQL, through ``run_enqueued``."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import threading
@@ -12,7 +13,8 @@ import uuid
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db.models import F
+from django.db import connection, transaction
+from django.db.models import F, QuerySet
 
 from tests.testapp.models import Effect, SweepRow
 from ultimat3_jobs import Retry
@@ -185,6 +187,129 @@ def test_a_replayed_batch_handles_its_page_again_and_writes_no_ledger_row() -> N
     assert (run.rows_done, run.batches_done) == (3, 1)
 
 
+def mark_range(rows: QuerySet[SweepRow]) -> None:
+    rows.update(handled=F("handled") + 1, done=True)
+
+
+ranged = backfill(
+    "tests.backfill.ranged",
+    queryset=SweepRow.objects.exclude(handled=5),
+    handle=mark_range,
+    batch_size=3,
+    rows="queryset",
+    count=SweepRow.objects.filter(done=False).exclude(handled=5),
+)
+
+
+def test_rows_queryset_hands_each_batch_as_its_key_range_without_loading_it() -> None:
+    """Each batch is a QuerySet not yet evaluated: the source's filter within the key range
+    after the stored cursor up to the batch's last key. Rows the source's filter leaves out
+    stay out even inside a range; every other row is handled once."""
+    ids = [SweepRow.objects.create(handled=5 if n in (1, 5) else 0).pk for n in range(10)]
+    kept = [pk for n, pk in enumerate(ids) if n not in (1, 5)]
+    seen: list[list[int]] = []
+
+    def record(rows: QuerySet[SweepRow]) -> None:
+        assert isinstance(rows, QuerySet) and rows._result_cache is None
+        seen.append(sorted(rows.values_list("pk", flat=True)))
+        mark_range(rows)
+
+    declaration = backfill_declaration(ranged.name)
+    run_id = uuid.uuid4()
+    get_driver().backfill_start(name=ranged.name, scope="all", run_id=run_id, environment="")
+    cursor, outputs = None, []
+    for number in range(1, 5):
+        recording = dataclasses.replace(declaration, handle=record)
+        output = _batch(recording, run_id, number, cursor, threading.Event())
+        outputs.append(output)
+        cursor = output["cursor"]
+        if output["done"]:
+            break
+    assert seen == [kept[0:3], kept[3:6], kept[6:8]]
+    assert outputs == [
+        {"cursor": kept[2], "rows": 3, "done": False},
+        {"cursor": kept[5], "rows": 3, "done": False},
+        {"cursor": kept[7], "rows": 2, "done": True},
+    ]
+    handled = dict(SweepRow.objects.values_list("pk", "handled"))
+    assert [handled[pk] for pk in ids] == [1, 5, 1, 1, 1, 5, 1, 1, 1, 1]
+    (run,) = Backfill.objects.filter(run_id=run_id)
+    assert (run.rows_done, run.batches_done, run.cursor) == (8, 3, kept[-1])
+
+
+def test_rows_queryset_runs_to_completion_and_ends_on_an_empty_batch_after_a_full_one() -> None:
+    ids = [SweepRow.objects.create().pk for _ in range(6)]
+    result = ranged.enqueue()
+    summary = run_enqueued()
+    assert summary.completed == (result.id,), summary.errors
+    assert Job.objects.get(id=result.id).result == {"rows": 6, "batches": 3, "cursor": ids[-1]}
+    assert list(SweepRow.objects.order_by("pk").values_list("handled", flat=True)) == [1] * 6
+    steps = dict(JobStep.objects.filter(job_id=result.id).values_list("name", "output"))
+    assert steps["batch:3"] == {"cursor": ids[-1], "rows": 0, "done": True}
+    (run,) = Backfill.objects.filter(name=ranged.name)
+    assert (run.status, run.rows_done, run.batches_done) == ("completed", 6, 2)
+
+
+def test_rows_queryset_a_replayed_batch_re_reads_the_same_range(memory_driver) -> None:
+    """An attempt that fails in batch 2 is retried: batch 2's range is read again from batch
+    1's stored cursor, the same rows; the ledger counts each batch once."""
+    ids = [SweepRow.objects.create().pk for _ in range(5)]
+    calls: list[list[int]] = []
+
+    def crash_once(rows: QuerySet[SweepRow]) -> None:
+        calls.append(sorted(rows.values_list("pk", flat=True)))
+        mark_range(rows)
+        if len(calls) == 2:
+            raise RuntimeError("lost in batch 2, after its update")
+
+    flaky = backfill(
+        "tests.backfill.flaky_range",
+        queryset=SweepRow.objects.all(),
+        handle=crash_once,
+        batch_size=3,
+        rows="queryset",
+        retry=Retry(attempts=3, backoff_base_seconds=0, jitter=0),
+    )
+    result = flaky.enqueue()
+    summary = run_enqueued()
+    assert summary.retried == (result.id,) and summary.completed == (result.id,)
+    assert calls == [ids[:3], ids[3:], ids[3:]]
+    (run,) = [r for r in memory_driver.backfill_list() if r.name == flaky.name]
+    assert (run.rows_done, run.batches_done, run.status) == (5, 2, "completed")
+
+
+def test_a_batch_writes_and_its_ledger_count_commit_together() -> None:
+    """On PostgreSQL ``handle`` runs in one transaction with the ledger's advance: a handle
+    that fails after its update leaves neither the update nor a ledger count."""
+    SweepRow.objects.create()
+
+    def fail_after(rows: QuerySet[SweepRow]) -> None:
+        mark_range(rows)
+        raise RuntimeError("after the update")
+
+    declaration = dataclasses.replace(backfill_declaration(ranged.name), handle=fail_after)
+    run_id = uuid.uuid4()
+    get_driver().backfill_start(name=ranged.name, scope="all", run_id=run_id, environment="")
+    with pytest.raises(RuntimeError, match="after the update"):
+        _batch(declaration, run_id, 1, None, threading.Event())
+    assert list(SweepRow.objects.values_list("handled", flat=True)) == [0]
+    (run,) = Backfill.objects.filter(run_id=run_id)
+    assert (run.rows_done, run.batches_done) == (0, 0)
+
+
+def test_the_ledger_advance_lets_its_transaction_commit_without_waiting_for_the_flush() -> None:
+    """The batch's step, written after it on the same server, waits for the flush instead."""
+    run_id = uuid.uuid4()
+    driver = get_driver()
+    driver.backfill_start(name=sweep.name, scope="all", run_id=run_id, environment="")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("show synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+        assert driver.backfill_advance(run_id=run_id, batch=1, cursor_json="1", rows=1)
+        cursor.execute("show synchronous_commit")
+        assert cursor.fetchone()[0] == "off"
+
+
 def test_the_throttle_wait_is_cancellable() -> None:
     slow = backfill(
         "tests.backfill.slow",
@@ -236,6 +361,17 @@ def test_inspect_and_the_pending_gate() -> None:
         ({"batch_size": 5, "queryset": Effect.objects.values("id")}, "model instances"),
         ({"batch_size": 5, "queryset": Effect.objects.all()[:5]}, "must not be sliced"),
         ({"batch_size": 5, "environments": "prod"}, "environments must be a list"),
+        ({"batch_size": 5, "rows": "keys"}, 'rows must be "instances" or "queryset"'),
+        ({"batch_size": 5, "rows": None}, 'rows must be "instances" or "queryset"'),
+        (
+            {
+                "batch_size": 5,
+                "queryset": None,
+                "pages": lambda c, n: ([], None),
+                "rows": "queryset",
+            },
+            'rows must be "instances" with pages=',
+        ),
     ],
 )
 def test_a_bad_declaration_is_refused_with_x_backfill_invalid(options, rule) -> None:

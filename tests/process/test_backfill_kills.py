@@ -1,5 +1,6 @@
 """A backfill under SIGKILL, with real ``jobs_worker`` processes: the worker running the run is
-killed again and again and replaced. Every row is handled at least once, the run completes, the
+killed again and again and replaced, in both ``rows=`` modes (a list of instances, the
+batch's key range as a QuerySet). Every row is handled at least once, the run completes, the
 ledger holds one ``completed`` run with every row counted once, the stored cursors only move
 forward, and the rows handled twice are at most one batch per kill. The default run sweeps
 5,000 rows; ``-m slow`` sweeps 100,000 (``ULTIMAT3_BACKFILL_ROWS_SLOW`` overrides it)."""
@@ -16,7 +17,7 @@ from django.db.models import Sum
 
 from tests.process.audit import enqueue, settled
 from tests.process.conftest import Workers
-from tests.processapp.jobs import BACKFILL
+from tests.processapp.jobs import BACKFILL, BACKFILL_RANGE
 from tests.testapp.models import SweepRow
 from ultimat3_jobs.models import Backfill, Job, JobStep
 
@@ -31,12 +32,19 @@ def _batch_steps(job_id) -> list[tuple[int, dict]]:
 
 
 def _sweep_with_kills(
-    workers: Workers, monkeypatch, *, rows: int, batch: int, kills: int, seed: int
+    workers: Workers,
+    monkeypatch,
+    *,
+    rows: int,
+    batch: int,
+    kills: int,
+    seed: int,
+    name: str = BACKFILL,
 ) -> None:
     SweepRow.objects.bulk_create([SweepRow() for _ in range(rows)], batch_size=5000)
     monkeypatch.setenv("ULTIMAT3_BACKFILL_BATCH", str(batch))
     rng = random.Random(seed)
-    [job_id] = enqueue(BACKFILL, [{}], max_attempts=50)
+    [job_id] = enqueue(name, [{}], max_attempts=50)
     started = 0
     worker = workers.start(f"backfill-{started}", concurrency=1)
     done_kills = 0
@@ -66,7 +74,7 @@ def _sweep_with_kills(
     assert job.state == "completed", (job.errors, workers.report())
     assert SweepRow.objects.filter(handled=0).count() == 0, "a row was never handled"
     handled = SweepRow.objects.aggregate(n=Sum("handled"))["n"]
-    (run,) = Backfill.objects.filter(name=BACKFILL)
+    (run,) = Backfill.objects.filter(name=name)
     assert (run.status, run.run_id, run.rows_done) == ("completed", job_id, rows)
     steps = _batch_steps(job_id)
     assert [n for n, _ in steps] == list(range(1, len(steps) + 1))
@@ -76,14 +84,17 @@ def _sweep_with_kills(
     assert sum(output["rows"] for _, output in steps) == rows
     assert run.batches_done == len(cursors) and job.result["rows"] == rows
     again = handled - rows
-    print(f"\n[backfill/sigkill] {done_kills} kills, {rows} rows, {again} handled twice")
+    print(f"\n[{name}/sigkill] {done_kills} kills, {rows} rows, {again} handled twice")
     assert done_kills >= min(kills, 3), "the run ended before the kills could test anything"
     assert again <= done_kills * batch, "more than one batch re-handled per kill"
 
 
-def test_a_backfill_survives_its_worker_killed_five_times(workers: Workers, monkeypatch) -> None:
+@pytest.mark.parametrize("name", [BACKFILL, BACKFILL_RANGE])
+def test_a_backfill_survives_its_worker_killed_five_times(
+    workers: Workers, monkeypatch, name: str
+) -> None:
     rows = int(os.environ.get("ULTIMAT3_BACKFILL_ROWS", "5000"))
-    _sweep_with_kills(workers, monkeypatch, rows=rows, batch=100, kills=5, seed=16)
+    _sweep_with_kills(workers, monkeypatch, rows=rows, batch=100, kills=5, seed=16, name=name)
 
 
 @pytest.mark.slow

@@ -116,20 +116,23 @@ _declare_feed()
 # -- a backfill under SIGKILL (tests/process/test_backfill_kills.py) --------------------------
 
 BACKFILL = "process.backfill"
+BACKFILL_RANGE = "process.backfill_range"
 
 
-def _sweep(rows: list[Any]) -> None:
+def _sweep(rows: Any) -> None:
     """Count one more handle of each row, between two pauses: a kill in the first loses the
-    batch, a kill in the second makes its replay handle the rows again."""
+    batch, a kill in the second makes its replay handle the rows again. ``rows`` is a list of
+    instances, or the batch's key range (``rows="queryset"``)."""
     from django.db.models import F
 
     from tests.testapp.models import SweepRow
 
     pause = float(os.environ.get("ULTIMAT3_BACKFILL_PAUSE", "0.05"))
     time.sleep(pause / 2)
-    SweepRow.objects.filter(pk__in=[row.pk for row in rows]).update(
-        handled=F("handled") + 1, done=True
+    batch = (
+        rows if hasattr(rows, "update") else SweepRow.objects.filter(pk__in=[r.pk for r in rows])
     )
+    batch.update(handled=F("handled") + 1, done=True)
     time.sleep(pause / 2)
 
 
@@ -137,14 +140,16 @@ def _declare_backfill() -> None:
     from tests.testapp.models import SweepRow
     from ultimat3_jobs.factories import backfill
 
-    backfill(
-        BACKFILL,
-        queryset=SweepRow.objects.all(),
-        handle=_sweep,
-        batch_size=int(os.environ.get("ULTIMAT3_BACKFILL_BATCH", "100")),
-        count=SweepRow.objects.filter(done=False),
-        retry=Retry(attempts=50, backoff_base_seconds=0.05, backoff_cap_seconds=0.1, jitter=0),
-    )
+    for name, rows in ((BACKFILL, "instances"), (BACKFILL_RANGE, "queryset")):
+        backfill(
+            name,
+            queryset=SweepRow.objects.all(),
+            handle=_sweep,
+            batch_size=int(os.environ.get("ULTIMAT3_BACKFILL_BATCH", "100")),
+            rows=rows,
+            count=SweepRow.objects.filter(done=False),
+            retry=Retry(attempts=50, backoff_base_seconds=0.05, backoff_cap_seconds=0.1, jitter=0),
+        )
 
 
 _declare_backfill()

@@ -1,11 +1,12 @@
 """A backfill runs on the Redis driver end to end: a worker sweeps the rows of the project's
 database batch by batch, the ledger in Redis records the run once and completed, and a second
-run of the same name and scope is refused."""
+run of the same name and scope is refused; in both ``rows=`` modes."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.db.models import F
 
 from tests.testapp.models import SweepRow
@@ -21,11 +22,23 @@ def mark(rows: list[SweepRow]) -> None:
     )
 
 
+def mark_range(rows: Any) -> None:
+    rows.update(handled=F("handled") + 1, done=True)
+
+
 sweep = backfill(
     "tests.redis.backfill",
     queryset=SweepRow.objects.all(),
     handle=mark,
     batch_size=3,
+    count=SweepRow.objects.filter(done=False),
+)
+sweep_range = backfill(
+    "tests.redis.backfill_range",
+    queryset=SweepRow.objects.all(),
+    handle=mark_range,
+    batch_size=3,
+    rows="queryset",
     count=SweepRow.objects.filter(done=False),
 )
 
@@ -41,7 +54,8 @@ def ended(driver: RedisDriver, job_id: Any) -> Any:
     )
 
 
-def test_a_backfill_on_redis_sweeps_every_row_once_and_records_the_run(redis_worker) -> None:
+@pytest.mark.parametrize("sweep", [sweep, sweep_range], ids=["instances", "queryset"])
+def test_a_backfill_on_redis_sweeps_every_row_once_and_records_the_run(redis_worker, sweep) -> None:
     driver, make = redis_worker
     ids = [SweepRow.objects.create().pk for _ in range(7)]
     running = make(driver=driver, queues=("default",))

@@ -5,7 +5,8 @@ Layer: factories. A backfill is a job whose body is made of durable steps: ``sta
 run in the ledger (refused when a run of the same name and scope completed, or when this
 environment is not one the backfill is declared for), then one step per batch, named by its
 position (``batch:1``, ``batch:2``, ...), reads a page after the stored cursor, calls
-``handle(rows)`` and stores the NEW CURSOR and the row count, never the page. A replayed batch
+``handle(rows)`` and advances the ledger in one transaction (when the ledger is in that database),
+and stores the NEW CURSOR and the row count, never the page. A replayed batch
 re-reads its page from the cursor the previous step stored: ``handle`` runs AT LEAST ONCE per
 batch. After the last batch, ``count`` (rows still to do) must be 0, else the run fails with
 ``X_BACKFILL_STALLED``; then ``finish`` records the run ``completed``.
@@ -13,6 +14,7 @@ batch. After the last batch, ``count`` (rows still to do) must be 0, else the ru
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import threading
@@ -20,6 +22,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from django.db import transaction
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
@@ -33,7 +37,7 @@ from ultimat3_jobs.errors import (
     Terminal,
 )
 from ultimat3_jobs.factories.declared import Declared
-from ultimat3_jobs.factories.sources import Reader, count_of, reader_for
+from ultimat3_jobs.factories.sources import Reader, RowsMode, count_of, reader_for
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobHandle, job
 from ultimat3_jobs.model.job_definition import Retry
@@ -52,7 +56,7 @@ class BackfillDeclaration:
 
     name: str
     read: Reader
-    handle: Callable[[list[Any]], Any]
+    handle: Callable[[Any], Any]
     batch_size: int
     rate: float | None
     environments: tuple[str, ...] | None
@@ -90,8 +94,9 @@ def backfill(
     *,
     queryset: Any = None,
     pages: Callable[[Any, int], tuple[list[Any], Any]] | None = None,
-    handle: Callable[[list[Any]], Any],
+    handle: Callable[[Any], Any],
     batch_size: int,
+    rows: RowsMode = "instances",
     rate: float | None = None,
     environments: Iterable[str] | None = None,
     requires: Iterable[str] = (),
@@ -103,7 +108,9 @@ def backfill(
     """Declare a backfill job named ``name``. Exactly one source: ``queryset`` (read by its
     primary key, ascending; the cursor is the last row's key) or ``pages(cursor, limit)``
     answering ``(rows, next_cursor)`` (``next_cursor`` JSON, ``None`` when there is no more).
-    ``handle(rows)`` is called AT LEAST ONCE per batch of ``batch_size`` (1 to 10,000) rows.
+    ``handle(rows)`` is called AT LEAST ONCE per batch of ``batch_size`` (1 to 10,000) rows:
+    ``rows="instances"`` hands it a list of model instances (or the page of ``pages``),
+    ``rows="queryset"`` a QuerySet bounded by the batch's key range, its rows never loaded.
     ``rate``: at most that many batches per second, the wait spent inside the batch's step.
     ``environments``: the ``ENVIRONMENT`` names it may run in (any when ``None``);
     ``requires``: backfills that must be completed first (checked at the deploy gate).
@@ -127,7 +134,7 @@ def backfill(
         )
     if count is not None and not (callable(count) or hasattr(count, "count")):
         raise _refuse(name, "count", "must be a queryset or a callable answering an int", count)
-    read = reader_for(name, queryset=queryset, pages=pages)
+    read = reader_for(name, queryset=queryset, pages=pages, rows=rows)
 
     def body(ctx: JobContext) -> dict[str, Any]:
         return run(_declared.get(name), ctx)
@@ -222,21 +229,34 @@ def _batch(
     cursor: Any,
     cancelled: threading.Event,
 ) -> dict[str, Any]:
-    """One batch: the throttle's wait, the page after ``cursor``, ``handle``, the ledger."""
+    """One batch: the throttle's wait, the page after ``cursor``, then ``handle`` and the
+    ledger's advance in one transaction (see :func:`_together`)."""
     if declaration.rate is not None and cancelled.wait(1.0 / declaration.rate):
         raise JobAborted(f"backfill {declaration.name!r} was cancelled during its throttle wait")
-    rows, following, done = declaration.read(cursor, declaration.batch_size)
-    if rows and following == cursor:
+    page = declaration.read(cursor, declaration.batch_size)
+    if page.count and page.cursor == cursor:
         raise BackfillStalled(
-            f"backfill {declaration.name!r}: batch {number} read {len(rows)} row(s) and its "
+            f"backfill {declaration.name!r}: batch {number} read {page.count} row(s) and its "
             f"cursor did not move from {cursor!r}"
         )
-    if rows:
-        declaration.handle(rows)
-        get_driver().backfill_advance(
-            run_id=run_id, batch=number, cursor_json=json.dumps(following), rows=len(rows)
-        )
-    return {"cursor": following if rows else cursor, "rows": len(rows), "done": done}
+    if page.count:
+        driver = get_driver()
+        with _together(driver):
+            declaration.handle(page.rows)
+            driver.backfill_advance(
+                run_id=run_id, batch=number, cursor_json=json.dumps(page.cursor), rows=page.count
+            )
+    return {"cursor": page.cursor if page.count else cursor, "rows": page.count, "done": page.done}
+
+
+def _together(driver: Any) -> contextlib.AbstractContextManager[Any]:
+    """A transaction on the job database when the ledger is written there: ``handle``'s writes
+    on that database and the ledger's count commit together, one commit per batch instead of
+    one for the writes and one for the count. A ledger elsewhere (Redis, memory): no
+    transaction, ``handle`` runs as it would on its own."""
+    if driver.enqueue_joins_transaction and driver.database is not None:
+        return transaction.atomic(using=driver.database)
+    return contextlib.nullcontext()
 
 
 def _finish(run_id: uuid.UUID) -> bool:

@@ -1,18 +1,36 @@
 """Where a backfill's rows come from: a queryset read by its primary key, or a ``pages``
 callable; and how its ``count`` is read.
 
-Layer: factories. A reader answers ``(rows, next_cursor, done)`` for ``(cursor, limit)``; the
-cursor is JSON (an int or a string), stored by the batch's step, never the rows."""
+Layer: factories. A reader answers a :class:`Page` for ``(cursor, limit)``; the cursor is JSON
+(an int or a string), stored by the batch's step, never the rows. A queryset is handed to
+``handle`` as its model instances (``rows="instances"``) or as a QuerySet bounded by the batch's
+key range (``rows="queryset"``), whose rows are never loaded: only the range's last key is read."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ultimat3_jobs.errors import BackfillInvalid
 
-Reader = Callable[[Any, int], tuple[list[Any], Any, bool]]
+RowsMode = Literal["instances", "queryset"]
+ROWS_MODES: tuple[str, ...] = ("instances", "queryset")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One batch as read: what ``handle`` gets, how many rows it holds, the cursor after it
+    (the last row's key) and whether it is the last batch (fewer rows than asked)."""
+
+    rows: Any
+    count: int
+    cursor: Any
+    done: bool
+
+
+Reader = Callable[[Any, int], Page]
 
 
 def cursor_of(value: Any) -> Any:
@@ -26,25 +44,37 @@ def cursor_of(value: Any) -> Any:
     return str(value)
 
 
-def reader_for(name: str, *, queryset: Any, pages: Any) -> Reader:
-    """The reader of a backfill's one source; refuses a source without a usable ordering key."""
+def reader_for(name: str, *, queryset: Any, pages: Any, rows: Any = "instances") -> Reader:
+    """The reader of a backfill's one source; refuses a source without a usable ordering key
+    and a ``rows`` mode it cannot give."""
+    if not isinstance(rows, str) or rows not in ROWS_MODES:
+        raise BackfillInvalid(
+            f'backfill {name!r}: rows must be "instances" or "queryset"; got {rows!r}'
+        )
     if pages is not None:
         if not callable(pages):
             raise BackfillInvalid(f"backfill {name!r}: pages must be callable; got {pages!r}")
+        if rows != "instances":
+            raise BackfillInvalid(
+                f'backfill {name!r}: rows must be "instances" with pages= (a key range needs '
+                f"queryset=); got {rows!r}"
+            )
         return _pages_reader(pages)
-    return _queryset_reader(name, queryset)
+    ordered = _ordered(name, queryset)
+    return _range_reader(ordered) if rows == "queryset" else _instances_reader(ordered)
 
 
 def _pages_reader(pages: Callable[[Any, int], tuple[list[Any], Any]]) -> Reader:
-    def read(cursor: Any, limit: int) -> tuple[list[Any], Any, bool]:
+    def read(cursor: Any, limit: int) -> Page:
         rows, following = pages(cursor, limit)
         rows = list(rows)
-        return rows, following, following is None or not rows
+        return Page(rows, len(rows), following, following is None or not rows)
 
     return read
 
 
-def _queryset_reader(name: str, queryset: Any) -> Reader:
+def _ordered(name: str, queryset: Any) -> Any:
+    """``queryset`` ordered by its primary key, once it is known to have a usable one."""
     model = getattr(queryset, "model", None)
     query = getattr(queryset, "query", None)
     if model is None or query is None or not hasattr(queryset, "filter"):
@@ -64,13 +94,36 @@ def _queryset_reader(name: str, queryset: Any) -> Reader:
         raise BackfillInvalid(
             f"backfill {name!r}: queryset must not be sliced: the backfill reads it in batches"
         )
-    ordered = queryset.order_by("pk")
+    return queryset.order_by("pk")
 
-    def read(cursor: Any, limit: int) -> tuple[list[Any], Any, bool]:
+
+def _instances_reader(ordered: Any) -> Reader:
+    def read(cursor: Any, limit: int) -> Page:
         page = ordered if cursor is None else ordered.filter(pk__gt=cursor)
         rows = list(page[:limit])
         following = cursor_of(rows[-1].pk) if rows else cursor
-        return rows, following, len(rows) < limit
+        return Page(rows, len(rows), following, len(rows) < limit)
+
+    return read
+
+
+def _range_reader(ordered: Any) -> Reader:
+    """A full batch costs one read of one key (the ``limit``-th after the cursor, through the
+    primary key's index); only a short last batch reads its keys. The QuerySet handed on is
+    ``cursor < pk <= last key``, with the source's own filters."""
+
+    def read(cursor: Any, limit: int) -> Page:
+        page = ordered if cursor is None else ordered.filter(pk__gt=cursor)
+        keys = page.values_list("pk", flat=True)
+        last = list(keys[limit - 1 : limit])
+        if last:
+            count = limit
+        else:
+            last = list(keys[:limit])
+            count = len(last)
+        if not count:
+            return Page(page.none(), 0, cursor, True)
+        return Page(page.filter(pk__lte=last[-1]), count, cursor_of(last[-1]), count < limit)
 
     return read
 

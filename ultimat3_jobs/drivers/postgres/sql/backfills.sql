@@ -20,10 +20,14 @@ where run_id = %(run_id)s
 
 -- name: backfill_advance
 -- A batch is counted once: a replayed batch (its number not above what is recorded) and a run
--- no longer running write nothing.
+-- no longer running write nothing. Its transaction (the batch's, handle's writes included)
+-- commits without waiting for the log flush: the batch's step, stored right after on this
+-- server, waits for its own flush, which covers this earlier commit; a crash before that step
+-- is stored replays the batch.
 update x_backfills
 set cursor = %(cursor)s::jsonb, rows_done = rows_done + %(rows)s, batches_done = %(batch)s,
     updated_at = now()
+from (select set_config('synchronous_commit', 'off', true) as setting) as deferred_flush
 where run_id = %(run_id)s and status = 'running' and batches_done < %(batch)s
 returning run_id
 
