@@ -147,13 +147,21 @@ def check_json(value: Any, *, root: str = "input", max_depth: int) -> bool:
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """The encoder of flat objects, made once (``json.dumps`` with options makes one per call)."""
 
+_STRICT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""The encoder of any other checked value, made once for the same reason."""
+
 
 def _flat_text(value: Any, max_depth: int) -> str | None:
-    """The compact JSON text of a flat object (``str`` keys; ``str``, ``bool``, ``None``,
-    64-bit ``int`` and finite ``float`` values below ``1e16``), checked in the same pass that
-    decides it is flat; ``None`` for anything else, and for anything the full check might
-    refuse (a string with NUL or a lone surrogate), which then takes the path of
-    :func:`check_json` and its message. Most job input is such an object."""
+    """The compact JSON text of ``None``, a ``bool``, or a flat object (``str`` keys; ``str``,
+    ``bool``, ``None``, 64-bit ``int`` and finite ``float`` values below ``1e16``), checked in
+    the same pass that decides it is flat; ``None`` for anything else, and for anything the
+    full check might refuse (a string with NUL or a lone surrogate), which then takes the path
+    of :func:`check_json` and its message. Most job input is such an object; most step results
+    and job results are ``None`` or one."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
     if type(value) is not dict or max_depth < 1:
         return None
     for key, item in value.items():
@@ -191,7 +199,7 @@ def encode_json(value: Any, *, root: str = "input", max_depth: int, max_bytes: i
     if check_json(value, root=root, max_depth=max_depth):
         text = _encode_slow(value)
     else:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _STRICT.encode(value)
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise JobInputInvalid(

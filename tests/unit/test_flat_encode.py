@@ -11,7 +11,10 @@ import pytest
 from ultimat3_jobs.errors import JobInputInvalid
 from ultimat3_jobs.serialization import _flat_text, check_json, encode_json
 
-FLAT: list[dict[str, Any]] = [
+FLAT: list[Any] = [
+    None,
+    True,
+    False,
     {},
     {"a": 1, "b": "two", "c": None, "d": True, "e": 1.5, "f": -(2**63), "g": 2**63 - 1},
     {"ünï": "cödé ✓", "back\\slash": "a \\ backslash"},
@@ -68,3 +71,14 @@ def test_a_depth_limit_of_zero_refuses_even_a_flat_object() -> None:
 def test_only_flat_objects_of_plain_values_take_the_one_pass() -> None:
     for value in NOT_FLAT[:6]:
         assert _flat_text(value, max_depth=32) is None, value
+
+
+def test_a_literal_over_the_size_limit_is_refused_as_before() -> None:
+    with pytest.raises(JobInputInvalid) as refused:
+        encode_json(None, max_depth=32, max_bytes=3)
+    assert refused.value.rule == "max-bytes"
+
+
+@pytest.mark.parametrize("value", [0, 1, 2**63, 1.5, "text", [None, True]], ids=repr)
+def test_other_values_take_the_full_check(value) -> None:
+    assert _flat_text(value, max_depth=32) is None

@@ -43,10 +43,16 @@ class SeamTranslation:
             raise self.seam_error(exc) from exc
 
     def _translating(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        # The same as running inside translated(), without a context manager made per call:
+        # a driver method is called once per statement, a step's write included.
+        errors, seam_error = self.errors, self.seam_error
+
         @functools.wraps(method)
         def call(*args: Any, **kwargs: Any) -> Any:
-            with self.translated():
+            try:
                 return method(*args, **kwargs)
+            except errors as exc:
+                raise seam_error(exc) from exc
 
         return call
 

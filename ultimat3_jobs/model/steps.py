@@ -33,6 +33,10 @@ from ultimat3_jobs.errors import JobAborted, JobLeaseLost, StepMismatch, StepOnc
 from ultimat3_jobs.model.step_rules import check_callable, check_step_name, step_json
 from ultimat3_jobs.types import StepKind
 
+_OWN_JSON_FORM = frozenset({type(None), bool, int, str})
+"""The types whose values, once checked and stored, are their own JSON form (a step answers
+them without decoding what it stored)."""
+
 
 class StepSuspended(BaseException):
     """Raised by a step that sleeps or waits once its job is suspended: the attempt is over and
@@ -203,7 +207,7 @@ class StepState:
                 status="done",
                 output_json=text,
             )
-            output = json.loads(text)
+            output = value if type(value) in _OWN_JSON_FORM else json.loads(text)
             record = StepRecord(name=name, seq=seq, kind=kind, status="done", output=output)
             assert self.records is not None
             self.records[name] = record

@@ -4,7 +4,8 @@
 Each method runs one statement on the calling thread's connection to the alias, like every other
 method of the driver. The runtime calls the step writes from a thread of its own whose
 connection is in autocommit, never from a body's thread inside its ``atomic()`` block
-(``runtime/steps/writer.py``)."""
+(``runtime/steps/writer.py``). The two writes of an executed step (``step_put``,
+``step_start_once``) skip Django's cursor wrapper when it would add nothing (``direct.py``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import uuid
 from datetime import datetime
 
 from ultimat3_jobs.drivers.base import log_unowned
+from ultimat3_jobs.drivers.postgres.direct import run_direct
 from ultimat3_jobs.drivers.postgres.rows import steps as step_rows
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
@@ -57,7 +59,7 @@ class StepStatements:
             "output": output_json,
             "error": error_json,
         }
-        landed = bool(self._jobs.run("step_put", params))
+        landed = bool(run_direct(self._jobs, "step_put", params))
         if not landed:
             log_unowned(f"step {name!r} ({status})", job_id, claim_token)
         return landed
@@ -66,7 +68,7 @@ class StepStatements:
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, name: str, seq: int
     ) -> bool:
         params = {"id": job_id, "claim_token": claim_token, "name": name, "seq": seq}
-        landed = bool(self._jobs.run("step_start_once", params))
+        landed = bool(run_direct(self._jobs, "step_start_once", params))
         if not landed:
             log_unowned(f"step {name!r} (started)", job_id, claim_token)
         return landed

@@ -1,0 +1,182 @@
+"""A step's writes (``step_put``, ``step_start_once``) run on the psycopg connection under
+Django's, without Django's cursor wrapper, when the wrapper would add nothing: prepared only
+when the alias asks, seen by ``execute_wrapper`` hooks and the query log when those are on, and
+speaking the seam's errors as every other statement of the driver does.
+
+A killed backend would break a test transaction, so these tests run outside one."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import DatabaseError, OperationalError, connection, connections
+from django.test.utils import CaptureQueriesContext
+
+from tests.drivers.support import claim_one, enqueue
+from ultimat3_jobs.drivers.postgres.direct import run_direct
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
+from ultimat3_jobs.types import ClaimedJob
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_connection() -> Iterator[None]:
+    """Each test connects anew, and leaves no dead connection to the next."""
+    connection.close()
+    yield
+    connection.close()
+
+
+@pytest.fixture(params=[None, 5], ids=["django-default", "prepare_threshold=5"])
+def threshold(request: pytest.FixtureRequest) -> Iterator[int | None]:
+    options: dict[str, Any] = connection.settings_dict.setdefault("OPTIONS", {})
+    before = dict(options)
+    if request.param is not None:
+        options["prepare_threshold"] = request.param
+    connection.close()  # the next statement connects with these options
+    yield request.param
+    options.clear()
+    options.update(before)
+    connection.close()
+
+
+@pytest.fixture
+def driver() -> PostgresDriver:
+    return PostgresDriver(database="default")
+
+
+def _attempt(driver: PostgresDriver) -> ClaimedJob:
+    enqueue(driver)
+    return claim_one(driver)
+
+
+def _done(driver: PostgresDriver, job: ClaimedJob, name: str, seq: int, output: str) -> bool:
+    return driver.step_put(
+        job_id=job.id,
+        claim_token=job.claim_token,
+        name=name,
+        seq=seq,
+        kind="run",
+        status="done",
+        output_json=output,
+    )
+
+
+def _stored(driver: PostgresDriver, job_id: uuid.UUID) -> dict[str, tuple[str, Any]]:
+    return {s.name: (s.status, s.output) for s in driver.step_get_many(job_id=job_id)}
+
+
+def _prepared() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("select statement from pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_step_writes_skip_djangos_cursor_and_are_prepared_only_when_asked(
+    driver, threshold, monkeypatch
+) -> None:
+    job = _attempt(driver)  # the connection is open: a step write needs nothing of Django's
+    django_cursors: list[object] = []
+    real_cursor = connection.cursor
+    monkeypatch.setattr(
+        connections["default"], "cursor", lambda: django_cursors.append(1) or real_cursor()
+    )
+    assert driver.step_start_once(job_id=job.id, claim_token=job.claim_token, name="a", seq=1)
+    assert _done(driver, job, "a", 1, '{"n":1}')
+    assert _done(driver, job, "b", 2, "null")
+    assert _done(driver, job, "b", 2, "null") is False  # done stays done: nothing answered
+    assert driver.step_start_once(job_id=job.id, claim_token=job.claim_token, name="b", seq=2) is (
+        False
+    )
+    assert django_cursors == []
+    monkeypatch.undo()
+    assert _stored(driver, job.id) == {"a": ("done", {"n": 1}), "b": ("done", None)}
+    prepared = _prepared()
+    put = any("compensated as (" in text for text in prepared)
+    once = any("'once', 'started'" in text for text in prepared)
+    assert (put, once) == ((True, True) if threshold else (False, False))
+
+
+def test_a_fenced_step_write_lands_nothing_for_a_lost_attempt(driver) -> None:
+    job = _attempt(driver)
+    stale = uuid.uuid4()
+    assert driver.step_put(
+        job_id=job.id, claim_token=stale, name="a", seq=1, kind="run", status="done"
+    ) is (False)
+    assert driver.step_start_once(job_id=job.id, claim_token=stale, name="b", seq=2) is False
+    assert _stored(driver, job.id) == {}
+
+
+def test_hooks_and_the_query_log_still_see_step_writes(driver) -> None:
+    job = _attempt(driver)
+    seen: list[str] = []
+
+    def watch(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        assert _done(driver, job, "hooked", 1, "1")
+    assert len(seen) == 1 and "compensated as (" in seen[0]
+    with CaptureQueriesContext(connection) as logged:
+        assert driver.step_start_once(
+            job_id=job.id, claim_token=job.claim_token, name="logged", seq=2
+        )
+    assert len(logged.captured_queries) == 1
+    assert "'once', 'started'" in logged.captured_queries[0]["sql"]
+
+
+def test_only_the_step_writes_run_directly(driver) -> None:
+    with pytest.raises(ValueError, match="job_claim"):
+        run_direct(driver._jobs, "job_claim", {})
+
+
+def _terminate(pid: int) -> None:
+    """``pg_terminate_backend(pid)`` from another session (another thread's connection)."""
+    answers: list[bool] = []
+
+    def terminate() -> None:
+        try:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("select pg_terminate_backend(%s)", [pid])
+                answers.append(bool(cursor.fetchone()[0]))
+        finally:
+            connections["default"].close()
+
+    thread = threading.Thread(target=terminate)
+    thread.start()
+    thread.join(10)
+    assert answers == [True]
+
+
+def test_a_killed_backend_under_a_step_write_raises_driver_unavailable(driver) -> None:
+    job = _attempt(driver)
+    _terminate(connection.connection.info.backend_pid)
+    with pytest.raises(DriverUnavailable) as caught:
+        _done(driver, job, "a", 1, "null")
+    lost = caught.value
+    assert lost.code == "X_DRIVER_UNAVAILABLE"
+    assert not isinstance(lost, (DatabaseError, psycopg.Error))
+    assert isinstance(lost.__cause__, OperationalError)  # Django's error, as its wrapper raises
+    assert connection.errors_occurred  # so Django discards the connection, as after its own
+    driver.reset_connection()
+    assert _done(driver, job, "a", 1, "null")
+
+
+def test_a_refused_step_write_is_store_refused_and_the_connection_serves_on(driver) -> None:
+    job = _attempt(driver)
+    with pytest.raises(StoreRefused) as caught:
+        _done(driver, job, "bad", 1, '{"kept out": NaN}')
+    refused = caught.value
+    assert (refused.code, refused.sqlstate) == ("X_STORE_REFUSED", "22P02")
+    assert "kept out" not in str(refused)
+    assert not connection.errors_occurred
+    assert _done(driver, job, "good", 2, "[1]")
+    assert _stored(driver, job.id) == {"good": ("done", [1])}
