@@ -2,10 +2,12 @@
 :class:`~ultimat3_jobs.drivers.postgres.driver.PostgresDriver`.
 
 Slots live in ``x_job_leases``, one row per held slot. ``lease_acquire`` runs one statement per
-request, in autocommit like every other write of the worker. Acquirers of one key take turns on
-the key's advisory lock, never waiting for it: a statement that found the lock taken, or that
-lost a race for a slot (another acquirer inserted it after its snapshot), runs again with a
-fresh snapshot, a few times at most, and the key is then answered busy. The settle, heartbeat,
+request, in autocommit like every other write of the worker; ``lease_acquire_many`` takes one
+concurrency slot for each of many runs in one statement (``lease_acquire`` for what it leaves).
+Acquirers of one key take turns on the key's advisory lock, never waiting for it: a statement
+that found the lock taken, or that lost a race for a slot (another acquirer inserted it after
+its snapshot), runs again with a fresh snapshot, a few times at most, and the key is then
+answered busy. The settle, heartbeat,
 rescue and suspend statements (``sql/jobs.sql``, ``sql/steps.sql``) free and renew an attempt's
 slots themselves.
 """
@@ -24,6 +26,7 @@ from ultimat3_jobs.drivers.leases_seam import (
     LeaseHolder,
     LeaseKind,
     LeaseRequest,
+    LeaseRun,
     check_lease_list,
 )
 from ultimat3_jobs.drivers.postgres.rows import leases as lease_rows
@@ -93,6 +96,40 @@ class LeaseStatements:
         logger.info("jobs.lease.contended: %s stayed contended; answered busy", request.key)
         return None, LeaseGrant(granted=False, busy_key=request.key)
 
+    def lease_acquire_many(self, *, runs: Sequence[LeaseRun]) -> list[LeaseGrant]:
+        """One statement when every run asks one concurrency slot (the worker's common case);
+        a run it leaves (its key's lock taken, a leftover slot of its own, a race lost) and
+        runs with other requests go through ``lease_acquire``, in order."""
+        if not runs or any(_not_one_slot(run) for run in runs):
+            return [self._acquire_one(run) for run in runs]
+        params = {
+            "ids": [run.job_id for run in runs],
+            "tokens": [run.claim_token for run in runs],
+            "keys": [run.requests[0].key for run in runs],
+            "limits": [int(run.requests[0].limit) for run in runs],
+        }
+        result = fetch(self._jobs, "lease_acquire_many", params)
+        columns = ("n", "slot", "fenced", "locked", "leftover", "free", "retry_after")
+        answers: list[LeaseGrant] = []
+        for n, slot, fenced, locked, leftover, free, retry_after in result.picked(*columns):
+            run = runs[int(n) - 1]
+            if not fenced:
+                answers.append(LeaseGrant(granted=False))
+            elif slot is not None:
+                answers.append(LeaseGrant(granted=True))
+            elif locked and not leftover and not free:
+                wait = max(0.0, float(retry_after or 0.0))
+                key = run.requests[0].key
+                answers.append(LeaseGrant(granted=False, busy_key=key, retry_after=wait))
+            else:
+                answers.append(self._acquire_one(run))
+        return answers
+
+    def _acquire_one(self, run: LeaseRun) -> LeaseGrant:
+        return self.lease_acquire(
+            job_id=run.job_id, claim_token=run.claim_token, requests=run.requests
+        )
+
     def lease_holders(self, *, key: str) -> list[LeaseHolder]:
         return lease_rows.holders(fetch(self._jobs, "lease_holders", {"key": key}))
 
@@ -109,3 +146,7 @@ class LeaseStatements:
         check_lease_list(kind, limit)
         params = {"kind": kind, "limit": limit}
         return lease_rows.listed(fetch(self._jobs, "lease_list", params))
+
+
+def _not_one_slot(run: LeaseRun) -> bool:
+    return len(run.requests) != 1 or run.requests[0].kind != "concurrency"
