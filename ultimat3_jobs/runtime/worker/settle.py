@@ -30,13 +30,14 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
-from ultimat3_jobs.model.tenancy import tenant_scope
+from ultimat3_jobs.model.registry import Registry
+from ultimat3_jobs.model.tenancy import run_tenant, tenant_scope
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
-from ultimat3_jobs.types import AttemptError, SettleItem
+from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -64,11 +65,19 @@ class Settler(threading.Thread):
         self._on_retry = on_retry
         self._hooks = hooks
         self._worker_id = config.worker_id
-        self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Outcome | bool | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
+        self._hurried = threading.Event()
 
     def put(self, outcome: Outcome) -> None:
         self._queue.put(outcome)
+
+    def hurry(self) -> None:
+        """Write what is gathered now, without waiting out ``ack_flush`` (runs wait for these
+        settles to free their lease slots)."""
+        if not self._hurried.is_set():
+            self._hurried.set()
+            self._queue.put(True)
 
     def stop(self, timeout: float | None = None) -> None:
         """Settle what is queued, then stop."""
@@ -89,10 +98,13 @@ class Settler(threading.Thread):
 
     def _gather(self) -> list[Outcome]:
         first = self._queue.get()
+        hurried = isinstance(first, bool)
+        while isinstance(first, bool):  # hurried before the ending came: write it at once
+            first = self._queue.get()
         if first is None:
             return []
         batch = [first]
-        deadline = time.monotonic() + self._config.ack_flush
+        deadline = time.monotonic() + (0.0 if hurried else self._config.ack_flush)
         while len(batch) < ACK_BATCH_MAX:
             try:
                 remaining = deadline - time.monotonic()
@@ -106,7 +118,12 @@ class Settler(threading.Thread):
             if item is None:
                 self._stopping.set()
                 break
+            if isinstance(item, bool):  # hurried: write the batch now
+                hurried = True
+                break
             batch.append(item)
+        if hurried:
+            self._hurried.clear()
         return batch
 
     def _settle(self, batch: list[Outcome]) -> None:
@@ -255,6 +272,18 @@ def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Endin
                 attempt,
                 tries,
             )
+
+
+def run_rescued_hook(registry: Registry, hooks: BodyPool, job: RescuedJob) -> None:
+    """A rescued attempt ended its job (failed for good or dropped): run ``on_settled`` on
+    ``hooks``, in the scope its body had."""
+    handle = registry.find(job.name)
+    ending = ENDINGS[job.action]
+    if handle is None or ending is None or handle.definition.on_settled is None:
+        return
+    tenant_id = run_tenant(handle.definition, job.tenant_id)
+    ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt, tenant_id=tenant_id)
+    hooks.submit(run_settled_hook, handle.definition.on_settled, ctx, ending)
 
 
 def _refused_error(
