@@ -97,33 +97,56 @@ class LeaseStatements:
         return None, LeaseGrant(granted=False, busy_key=request.key)
 
     def lease_acquire_many(self, *, runs: Sequence[LeaseRun]) -> list[LeaseGrant]:
-        """One statement when every run asks one concurrency slot (the worker's common case);
-        a run it leaves (its key's lock taken, a leftover slot of its own, a race lost) and
-        runs with other requests go through ``lease_acquire``, in order."""
+        """One statement when every run asks one concurrency slot (the worker's common case),
+        run again for the runs it left contended (their key's lock taken, a race lost), a few
+        times at most, as ``lease_acquire`` does; a run with a leftover slot of its own, and
+        runs with other requests, go through ``lease_acquire``, in order."""
         if not runs or any(_not_one_slot(run) for run in runs):
             return [self._acquire_one(run) for run in runs]
+        answers: list[LeaseGrant | None] = [None] * len(runs)
+        pending = list(range(len(runs)))
+        for tries in range(RACE_RETRIES + 1):
+            if tries:
+                time.sleep(RACE_PAUSE_SECONDS * tries)
+            pending = self._acquire_set(runs, pending, answers)
+            if not pending:
+                break
+        for i in pending:
+            key = runs[i].requests[0].key
+            logger.info("jobs.lease.contended: %s stayed contended; answered busy", key)
+            answers[i] = LeaseGrant(granted=False, busy_key=key)
+        return [answer or LeaseGrant(granted=False) for answer in answers]
+
+    def _acquire_set(
+        self, runs: Sequence[LeaseRun], pending: list[int], answers: list[LeaseGrant | None]
+    ) -> list[int]:
+        """One ``lease_acquire_many`` statement for the ``pending`` runs, answered in place;
+        answers the runs left contended."""
+        asked = [runs[i] for i in pending]
         params = {
-            "ids": [run.job_id for run in runs],
-            "tokens": [run.claim_token for run in runs],
-            "keys": [run.requests[0].key for run in runs],
-            "limits": [int(run.requests[0].limit) for run in runs],
+            "ids": [run.job_id for run in asked],
+            "tokens": [run.claim_token for run in asked],
+            "keys": [run.requests[0].key for run in asked],
+            "limits": [int(run.requests[0].limit) for run in asked],
         }
         result = fetch(self._jobs, "lease_acquire_many", params)
         columns = ("n", "slot", "fenced", "locked", "leftover", "free", "retry_after")
-        answers: list[LeaseGrant] = []
+        again: list[int] = []
         for n, slot, fenced, locked, leftover, free, retry_after in result.picked(*columns):
-            run = runs[int(n) - 1]
+            i = pending[int(n) - 1]
             if not fenced:
-                answers.append(LeaseGrant(granted=False))
+                answers[i] = LeaseGrant(granted=False)
             elif slot is not None:
-                answers.append(LeaseGrant(granted=True))
-            elif locked and not leftover and not free:
+                answers[i] = LeaseGrant(granted=True)
+            elif leftover:
+                answers[i] = self._acquire_one(runs[i])
+            elif locked and not free:
                 wait = max(0.0, float(retry_after or 0.0))
-                key = run.requests[0].key
-                answers.append(LeaseGrant(granted=False, busy_key=key, retry_after=wait))
+                key = runs[i].requests[0].key
+                answers[i] = LeaseGrant(granted=False, busy_key=key, retry_after=wait)
             else:
-                answers.append(self._acquire_one(run))
-        return answers
+                again.append(i)
+        return again
 
     def _acquire_one(self, run: LeaseRun) -> LeaseGrant:
         return self.lease_acquire(

@@ -47,6 +47,10 @@ class ClaimAhead:
         """The attempts waiting for a slot, parked ones too."""
         return len(self._waiting) + len(self._parked)
 
+    def parked(self) -> int:
+        """How many attempts are parked."""
+        return len(self._parked)
+
     def body_took(self, seconds: float) -> None:
         """A body ran for ``seconds``: fold it into the running mean."""
         mean = self._mean_duration

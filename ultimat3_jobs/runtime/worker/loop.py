@@ -227,7 +227,7 @@ class Worker:
         """How many jobs to claim now: the free slots plus what claim-ahead wants (see
         ``ahead.py``); none once two batches' worth of attempts wait for their ack (the settler
         is behind)."""
-        free = self._free_slots()
+        free = self._free_slots() - self._ahead.parked()  # parked runs take slots soon
         with self._lock:
             if len(self._running) - len(self._ahead) >= self._ahead.settle_backlog:
                 return 0
