@@ -263,10 +263,8 @@ class Worker:
                     attempt.take_settle()
                 else:
                     self._ahead.park(attempt)  # until one of this worker's own settles lands
-            if "park" in verdicts:
-                self._settler.hurry()
-                if self._limits.freed() != freed:
-                    self._ahead.unpark()  # one landed meanwhile: try again now
+            if "park" in verdicts and self._limits.freed() != freed:
+                self._ahead.unpark()  # a settle of its key landed meanwhile: try again now
 
     def _start(self, attempt: Attempt) -> None:
         definition = attempt.definition

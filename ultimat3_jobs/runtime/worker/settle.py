@@ -65,19 +65,11 @@ class Settler(threading.Thread):
         self._on_retry = on_retry
         self._hooks = hooks
         self._worker_id = config.worker_id
-        self._queue: queue.SimpleQueue[Outcome | bool | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
-        self._hurried = threading.Event()
 
     def put(self, outcome: Outcome) -> None:
         self._queue.put(outcome)
-
-    def hurry(self) -> None:
-        """Write what is gathered now, without waiting out ``ack_flush`` (runs wait for these
-        settles to free their lease slots)."""
-        if not self._hurried.is_set():
-            self._hurried.set()
-            self._queue.put(True)
 
     def stop(self, timeout: float | None = None) -> None:
         """Settle what is queued, then stop."""
@@ -98,13 +90,10 @@ class Settler(threading.Thread):
 
     def _gather(self) -> list[Outcome]:
         first = self._queue.get()
-        hurried = isinstance(first, bool)
-        while isinstance(first, bool):  # hurried before the ending came: write it at once
-            first = self._queue.get()
         if first is None:
             return []
         batch = [first]
-        deadline = time.monotonic() + (0.0 if hurried else self._config.ack_flush)
+        deadline = time.monotonic() + self._config.ack_flush
         while len(batch) < ACK_BATCH_MAX:
             try:
                 remaining = deadline - time.monotonic()
@@ -118,12 +107,7 @@ class Settler(threading.Thread):
             if item is None:
                 self._stopping.set()
                 break
-            if isinstance(item, bool):  # hurried: write the batch now
-                hurried = True
-                break
             batch.append(item)
-        if hurried:
-            self._hurried.clear()
         return batch
 
     def _settle(self, batch: list[Outcome]) -> None:
