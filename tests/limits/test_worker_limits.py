@@ -39,6 +39,18 @@ def test_a_fleet_cap_of_one_never_overlaps_across_two_workers(make_worker) -> No
     assert counter("tests.limits.one_at_a_time", "completed") == 12
 
 
+def test_runs_of_a_key_its_own_finished_runs_hold_wait_in_the_worker_unshed(make_worker) -> None:
+    # One slot: once bodies proved short the worker claims a batch ahead, and each next run of
+    # the key finds the slot held by the run that just ended, whose settle is on its way.
+    ids = [r.id for r in jobs.one_at_a_time.enqueue_many([{"sleep": 0.0}] * 40)]
+    running = make_worker(**QUEUES, concurrency=1)
+    wait_for(lambda: finished(ids), timeout=60, what="every capped job settled")
+    assert {row.state for row in Job.objects.filter(id__in=ids)} == {"completed"}
+    assert most_at_once(intervals(ids)) == 1
+    assert running.worker._limits.gate.shed == 0  # none went back to the queue
+    assert concurrency_rows() == 0
+
+
 def test_each_key_is_capped_on_its_own(make_worker) -> None:
     inputs = [{"key": key, "sleep": 0.03} for key in ("a", "b") for _ in range(6)]
     results = jobs.per_key.enqueue_many(inputs)

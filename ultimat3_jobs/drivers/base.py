@@ -45,6 +45,7 @@ from ultimat3_jobs.drivers.leases_seam import (
     LeaseHolder,
     LeaseMethods,
     LeaseRequest,
+    LeaseRun,
 )
 from ultimat3_jobs.drivers.operating import OperatorSeam
 from ultimat3_jobs.drivers.outbox_store import OutboxStore
@@ -64,6 +65,7 @@ __all__ = [
     "LeaseHolder",
     "LeaseMethods",
     "LeaseRequest",
+    "LeaseRun",
     "OperatorSeam",
     "OutboxStore",
     "WakeSubscription",

@@ -59,6 +59,15 @@ class LeaseRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaseRun:
+    """One running attempt's requests, for ``lease_acquire_many``."""
+
+    job_id: uuid.UUID
+    claim_token: uuid.UUID
+    requests: Sequence[LeaseRequest]
+
+
+@dataclass(frozen=True, slots=True)
 class LeaseGrant:
     """What ``lease_acquire`` did. ``granted``: every request was taken. Else ``busy_key`` is
     the first full key (``None`` when the fence missed: the attempt is not running under its
@@ -105,6 +114,18 @@ class LeaseMethods:
         """Take one slot of each request, all or nothing, for the running attempt (see the
         module's rules)."""
         raise self._no_lease_store()
+
+    def lease_acquire_many(self, *, runs: Sequence[LeaseRun]) -> list[LeaseGrant]:
+        """``lease_acquire`` for each run, in the order given, as one call: the same answers,
+        one per run, as calling it for each in turn (the earlier runs of a key take its free
+        slots first). A driver may take them in fewer round trips; this default calls
+        ``lease_acquire`` once per run."""
+        return [
+            self.lease_acquire(
+                job_id=run.job_id, claim_token=run.claim_token, requests=run.requests
+            )
+            for run in runs
+        ]
 
     def lease_holders(self, *, key: str) -> list[LeaseHolder]:
         """The live rows of ``key``, by slot."""

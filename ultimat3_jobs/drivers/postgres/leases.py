@@ -2,10 +2,12 @@
 :class:`~ultimat3_jobs.drivers.postgres.driver.PostgresDriver`.
 
 Slots live in ``x_job_leases``, one row per held slot. ``lease_acquire`` runs one statement per
-request, in autocommit like every other write of the worker. Acquirers of one key take turns on
-the key's advisory lock, never waiting for it: a statement that found the lock taken, or that
-lost a race for a slot (another acquirer inserted it after its snapshot), runs again with a
-fresh snapshot, a few times at most, and the key is then answered busy. The settle, heartbeat,
+request, in autocommit like every other write of the worker; ``lease_acquire_many`` takes one
+concurrency slot for each of many runs in one statement (``lease_acquire`` for what it leaves).
+Acquirers of one key take turns on the key's advisory lock, never waiting for it: a statement
+that found the lock taken, or that lost a race for a slot (another acquirer inserted it after
+its snapshot), runs again with a fresh snapshot, a few times at most, and the key is then
+answered busy. The settle, heartbeat,
 rescue and suspend statements (``sql/jobs.sql``, ``sql/steps.sql``) free and renew an attempt's
 slots themselves.
 """
@@ -24,6 +26,7 @@ from ultimat3_jobs.drivers.leases_seam import (
     LeaseHolder,
     LeaseKind,
     LeaseRequest,
+    LeaseRun,
     check_lease_list,
 )
 from ultimat3_jobs.drivers.postgres.rows import leases as lease_rows
@@ -93,6 +96,63 @@ class LeaseStatements:
         logger.info("jobs.lease.contended: %s stayed contended; answered busy", request.key)
         return None, LeaseGrant(granted=False, busy_key=request.key)
 
+    def lease_acquire_many(self, *, runs: Sequence[LeaseRun]) -> list[LeaseGrant]:
+        """One statement when every run asks one concurrency slot (the worker's common case),
+        run again for the runs it left contended (their key's lock taken, a race lost), a few
+        times at most, as ``lease_acquire`` does; a run with a leftover slot of its own, and
+        runs with other requests, go through ``lease_acquire``, in order."""
+        if not runs or any(_not_one_slot(run) for run in runs):
+            return [self._acquire_one(run) for run in runs]
+        answers: list[LeaseGrant | None] = [None] * len(runs)
+        pending = list(range(len(runs)))
+        for tries in range(RACE_RETRIES + 1):
+            if tries:
+                time.sleep(RACE_PAUSE_SECONDS * tries)
+            pending = self._acquire_set(runs, pending, answers)
+            if not pending:
+                break
+        for i in pending:
+            key = runs[i].requests[0].key
+            logger.info("jobs.lease.contended: %s stayed contended; answered busy", key)
+            answers[i] = LeaseGrant(granted=False, busy_key=key)
+        return [answer or LeaseGrant(granted=False) for answer in answers]
+
+    def _acquire_set(
+        self, runs: Sequence[LeaseRun], pending: list[int], answers: list[LeaseGrant | None]
+    ) -> list[int]:
+        """One ``lease_acquire_many`` statement for the ``pending`` runs, answered in place;
+        answers the runs left contended."""
+        asked = [runs[i] for i in pending]
+        params = {
+            "ids": [run.job_id for run in asked],
+            "tokens": [run.claim_token for run in asked],
+            "keys": [run.requests[0].key for run in asked],
+            "limits": [int(run.requests[0].limit) for run in asked],
+        }
+        result = fetch(self._jobs, "lease_acquire_many", params)
+        columns = ("n", "slot", "fenced", "locked", "leftover", "free", "retry_after")
+        again: list[int] = []
+        for n, slot, fenced, locked, leftover, free, retry_after in result.picked(*columns):
+            i = pending[int(n) - 1]
+            if not fenced:
+                answers[i] = LeaseGrant(granted=False)
+            elif slot is not None:
+                answers[i] = LeaseGrant(granted=True)
+            elif leftover:
+                answers[i] = self._acquire_one(runs[i])
+            elif locked and not free:
+                wait = max(0.0, float(retry_after or 0.0))
+                key = runs[i].requests[0].key
+                answers[i] = LeaseGrant(granted=False, busy_key=key, retry_after=wait)
+            else:
+                again.append(i)
+        return again
+
+    def _acquire_one(self, run: LeaseRun) -> LeaseGrant:
+        return self.lease_acquire(
+            job_id=run.job_id, claim_token=run.claim_token, requests=run.requests
+        )
+
     def lease_holders(self, *, key: str) -> list[LeaseHolder]:
         return lease_rows.holders(fetch(self._jobs, "lease_holders", {"key": key}))
 
@@ -109,3 +169,7 @@ class LeaseStatements:
         check_lease_list(kind, limit)
         params = {"kind": kind, "limit": limit}
         return lease_rows.listed(fetch(self._jobs, "lease_list", params))
+
+
+def _not_one_slot(run: LeaseRun) -> bool:
+    return len(run.requests) != 1 or run.requests[0].kind != "concurrency"

@@ -39,11 +39,17 @@ class ClaimAhead:
         """Attempts waiting for their ack past which nothing more is claimed (the settler is
         behind)."""
         self._waiting: deque[Attempt] = deque()
+        self._parked: list[Attempt] = []
         self._lock = threading.Lock()
         self._mean_duration: float | None = None
 
     def __len__(self) -> int:
-        return len(self._waiting)
+        """The attempts waiting for a slot, parked ones too."""
+        return len(self._waiting) + len(self._parked)
+
+    def parked(self) -> int:
+        """How many attempts are parked."""
+        return len(self._parked)
 
     def body_took(self, seconds: float) -> None:
         """A body ran for ``seconds``: fold it into the running mean."""
@@ -65,7 +71,7 @@ class ClaimAhead:
         nothing while at least half the target still waits (so a claim takes a batch, not one
         row per freed slot), else the free slots plus the target less what waits."""
         target = self.target()
-        waiting = len(self._waiting)
+        waiting = len(self)
         if free <= 0 and waiting * 2 >= target:
             return 0
         return max(0, free + target - waiting)
@@ -79,14 +85,37 @@ class ClaimAhead:
         with self._lock:
             return self._waiting.popleft() if self._waiting else None
 
-    def put_back(self, attempt: Attempt) -> None:
-        """An attempt taken but not started (no slot after all): first again."""
+    def take_many(self, count: int, *, limited: bool = True) -> list[Attempt]:
+        """Up to ``count`` of the oldest waiting attempts; without ``limited``, none from the
+        first whose job declares a limit (its leases are taken by the claim loop's thread)."""
+        taken: list[Attempt] = []
         with self._lock:
-            self._waiting.appendleft(attempt)
+            while self._waiting and len(taken) < count:
+                definition = self._waiting[0].definition
+                if not limited and definition is not None and definition.limited:
+                    break
+                taken.append(self._waiting.popleft())
+        return taken
+
+    def park(self, attempt: Attempt) -> None:
+        """An attempt that waits aside, out of the line, until :meth:`unpark` (its lease key is
+        held by this worker's own runs whose settle is on its way)."""
+        with self._lock:
+            self._parked.append(attempt)
+
+    def unpark(self) -> bool:
+        """Every parked attempt back at the head of the line, in the order parked; answers
+        whether there was one."""
+        with self._lock:
+            parked, self._parked = self._parked, []
+            self._waiting.extendleft(reversed(parked))
+            return bool(parked)
 
     def drain(self) -> list[Attempt]:
-        """Every waiting attempt, now out of this queue (the worker is stopping)."""
+        """Every waiting attempt, parked ones too, now out of this queue (the worker is
+        stopping)."""
         with self._lock:
-            waiting = list(self._waiting)
+            waiting = [*self._parked, *self._waiting]
             self._waiting.clear()
+            self._parked.clear()
             return waiting

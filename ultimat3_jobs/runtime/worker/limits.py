@@ -1,38 +1,41 @@
-"""``LeaseGate``: the leases a claimed run must hold before its body starts (the job's declared
+"""``LeaseGate``: the leases a run must hold before its body starts (the job's declared
 ``concurrency`` and ``rate``, see :mod:`ultimat3_jobs.model.limits`).
 
-The claim loop asks :meth:`LeaseGate.admit` for each claimed job, right after the claim, before
-the job gets a slot. A job without limits passes with no statement. Otherwise one
-``lease_acquire`` takes every slot it needs, all or nothing:
+The worker asks :meth:`LeaseGate.start` for the attempts it gives body slots, as it does, not
+at the claim: an attempt claimed ahead, waiting for a slot, holds no lease. A job without limits
+passes with no statement. Otherwise one ``lease_acquire_many`` takes, for every run started
+together, every slot each needs, all or nothing per run:
 
-- granted: the run starts;
+- granted: the run starts (:data:`RUN`);
+- its key is held by this worker's own runs whose bodies ended and whose batched settle has
+  not landed yet (``holdings.py``), and the worker holds as many slots of the key as it has
+  body slots (asked nothing), or the store answered the key full: the attempt waits in the
+  worker (:data:`PARK`) and tries again once one of those settles lands;
 - a full key, ``when_busy="wait"`` (and every rate): the job is shed back to ``queued``, due a
-  little later, its attempt given back, no error, no counter, no ``on_settled``. The delay is
-  the rate stamp's wait, or for a busy concurrency key one that grows with the sheds of that key
-  this worker made lately, so a crowd of jobs of one busy key spreads out instead of coming back
-  together. No hot spin: a shed job counts as not found, so a claim that only shed backs the
-  loop off as an empty one does, and the next claim asks for one job only (a probe) until a run
-  is admitted again; only a rate stamp's wait, which is exact, brings the loop back early;
+  little later (``pacing.py``), its attempt given back, no error, no counter, no
+  ``on_settled``. No hot spin: a shed job counts as not found, so a claim that only shed backs
+  the loop off as an empty one does, and the next claim asks for one job only (a probe) until a
+  run is admitted again; only a rate stamp's wait, which is exact, brings the loop back early;
 - a full key, ``when_busy="fail"``, and evidence another live run holds it (its holder rows,
   another job's): failed for good without running the body, counted ``refused``,
   ``on_settled(ctx, "refused")``;
 - a key function that answers no short string: the attempt fails for good with
   :class:`~ultimat3_jobs.errors.ConcurrencyKeyInvalid`; the worker goes on.
 
-A granted run that never started (lost, cancelled) abandons its slots when it is done
-(:meth:`LeaseGate.done`): a rate stamp stays spent.
+Each of the last three is :data:`GONE`: the job is no longer this worker's. A granted run that
+never started (lost, cancelled) abandons its slots when it is done (:meth:`LeaseGate.done`): a
+rate stamp stays spent.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
 
-from ultimat3_jobs.drivers.base import JobDriver, LeaseGrant, LeaseHolder
+from ultimat3_jobs.drivers.base import JobDriver, LeaseGrant, LeaseHolder, LeaseRequest, LeaseRun
 from ultimat3_jobs.errors import ConcurrencyKeyInvalid, ConcurrencyUnenforceable
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.limits import lease_requests
@@ -43,20 +46,23 @@ from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.worker.attempt import Attempt, context_for
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
+from ultimat3_jobs.runtime.worker.holdings import Holdings
 from ultimat3_jobs.runtime.worker.limiter import ProcessLimiter
+from ultimat3_jobs.runtime.worker.pacing import SHED_BASE_SECONDS, SHED_CAP_SECONDS, ShedPacer
 from ultimat3_jobs.runtime.worker.settle import run_settled_hook
 from ultimat3_jobs.types import AttemptError, ClaimedJob
 
+__all__ = ["SHED_CAP_SECONDS", "LeaseGate", "ShedPacer", "WorkerLimits", "unenforceable"]
+
 logger = logging.getLogger("ultimat3_jobs.worker")
 
-SHED_BASE_SECONDS = 0.05
-"""A busy concurrency key's first shed waits about this long; each shed of the key within
-:data:`SHED_WINDOW_SECONDS` adds as much again, up to :data:`SHED_CAP_SECONDS`."""
-SHED_CAP_SECONDS = 30.0
-SHED_WINDOW_SECONDS = 30.0
-RATE_SLACK_SECONDS = 0.01
 KEY_BUSY = "ultimat3_jobs.KeyBusy"
 """The error class recorded on a job refused because another live run holds its key."""
+
+Verdict = Literal["run", "park", "gone"]
+RUN: Verdict = "run"
+PARK: Verdict = "park"
+GONE: Verdict = "gone"
 
 
 def unenforceable(
@@ -78,32 +84,9 @@ def unenforceable(
     )
 
 
-class ShedPacer:
-    """How long a job shed for a busy concurrency key waits: longer the more jobs of that key
-    this worker shed within the window, jittered, capped."""
-
-    def __init__(self, *, rng: random.Random | None = None) -> None:
-        self._recent: dict[str, tuple[int, float]] = {}
-        self._rng = rng or random.Random()
-        self._lock = threading.Lock()
-
-    def delay(self, key: str) -> float:
-        now = time.monotonic()
-        with self._lock:
-            count, since = self._recent.get(key, (0, now))
-            if now - since > SHED_WINDOW_SECONDS:
-                count, since = 0, now
-            count += 1
-            self._recent[key] = (count, since)
-            if len(self._recent) > 10_000:  # forget the oldest keys
-                for old in sorted(self._recent, key=lambda k: self._recent[k][1])[:5_000]:
-                    del self._recent[old]
-        wait = min(SHED_CAP_SECONDS, SHED_BASE_SECONDS * count)
-        return wait * self._rng.uniform(0.5, 1.5)
-
-
 class LeaseGate:
-    """Admits claimed runs by their leases; see the module's rules."""
+    """Admits runs by their leases as they get a body slot; see the module's rules.
+    ``slots``: the worker's body slots, the most slots of one key it holds at once."""
 
     def __init__(
         self,
@@ -112,83 +95,152 @@ class LeaseGate:
         worker_id: str,
         hooks: BodyPool,
         on_shed: Callable[[float], None] | None = None,
+        slots: int | None = None,
     ) -> None:
         self._driver = driver
         self._worker_id = worker_id
         self._hooks = hooks
         self._on_shed = on_shed
+        self._slots = slots
         self._pacer = ShedPacer()
+        self.holdings = Holdings()
         self._held: set[tuple[uuid.UUID, uuid.UUID]] = set()
         self._lock = threading.Lock()
         self.shed = 0
         self.refused = 0
+        self.gone = 0
+        """Runs this gate ended without their body (shed, refused, failed, fenced)."""
+        self.shedding = False
+        """The latest run this gate ended or admitted was shed: the next claim probes."""
         self.by_name: dict[str, dict[str, int]] = {"shed": {}, "refused": {}}
         """Sheds and refusals per job name since this gate began (the worker's registry row
         reports them)."""
 
-    def admit(self, job: ClaimedJob, definition: JobDefinition | None) -> bool:
-        """Whether the run may start now; when not, its job was settled here (shed, refused or
-        failed) or is no longer this worker's."""
-        if definition is None or not definition.limited:
-            return True
+    def start(self, attempts: Sequence[Attempt]) -> list[Verdict]:
+        """For each attempt, in order: whether its run may start now (:data:`RUN`), waits in
+        the worker for its own finished runs' settles (:data:`PARK`), or was settled here
+        (shed, refused, failed) or is no longer this worker's (:data:`GONE`). The leases of
+        every run asked are taken in one ``lease_acquire_many``."""
+        verdicts: list[Verdict] = [RUN] * len(attempts)
+        asking: list[tuple[int, list[LeaseRequest], LeaseRequest | None]] = []
+        batch: dict[str, int] = {}  # slots of a key asked in this call so far
+        for i, attempt in enumerate(attempts):
+            job, definition = attempt.job, attempt.definition
+            if definition is None or not definition.limited:
+                continue
+            try:
+                requests = lease_requests(
+                    definition.name, definition.concurrency, definition.rate, job.input
+                )
+            except ConcurrencyKeyInvalid as exc:
+                self._fail(job, definition, exc)
+                verdicts[i] = GONE
+                continue
+            cap = next((r for r in requests if r.kind == "concurrency"), None)
+            if cap is not None:
+                asked = batch.get(cap.key, 0)
+                bound = min(cap.limit, self._slots or cap.limit) - asked
+                if self.holdings.waits(cap.key, bound):
+                    verdicts[i] = PARK
+                    continue
+                batch[cap.key] = asked + 1
+            asking.append((i, requests, cap))
+        if asking:
+            runs = [
+                LeaseRun(
+                    job_id=attempts[i].job.id,
+                    claim_token=attempts[i].job.claim_token,
+                    requests=requests,
+                )
+                for i, requests, _ in asking
+            ]
+            grants: list[LeaseGrant | None] = [None] * len(runs)  # None: the store failed
+            try:
+                grants[:] = self._driver.lease_acquire_many(runs=runs)
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.lease.failed: %s runs: %s; released", len(runs), exc)
+                self._driver.reset_connection()
+            for (i, requests, cap), grant in zip(asking, grants, strict=True):
+                verdicts[i] = self._answer(attempts[i], requests, cap, grant)
+        with self._lock:
+            self.gone += verdicts.count(GONE)
+            if RUN in verdicts:
+                self.shedding = False
+        return verdicts
+
+    def _answer(
+        self,
+        attempt: Attempt,
+        requests: list[LeaseRequest],
+        cap: LeaseRequest | None,
+        grant: LeaseGrant | None,
+    ) -> Verdict:
+        """What the store's ``grant`` means for the run (``None``: the store failed)."""
+        job, definition = attempt.job, attempt.definition
+        assert definition is not None
         try:
-            requests = lease_requests(
-                definition.name, definition.concurrency, definition.rate, job.input
-            )
-        except ConcurrencyKeyInvalid as exc:
-            self._fail(job, definition, exc)
-            return False
-        try:
-            grant = self._driver.lease_acquire(
-                job_id=job.id, claim_token=job.claim_token, requests=requests
-            )
+            if grant is None:
+                self._give_back(job, delay=SHED_BASE_SECONDS, exact=False)
+                return GONE
             if grant.granted:
+                pair = (job.id, job.claim_token)
                 with self._lock:
-                    self._held.add((job.id, job.claim_token))
-                return True
+                    self._held.add(pair)
+                if cap is not None:
+                    self.holdings.took(pair, cap.key)
+                return RUN
             if grant.busy_key is None:
                 logger.info("jobs.lease.fenced: %s %s is no longer held", job.name, job.id)
-                return False
+                return GONE
             is_rate = {r.key: r.kind for r in requests}.get(grant.busy_key) == "rate"
+            if not is_rate and self.holdings.settling(grant.busy_key):
+                self.holdings.full(grant.busy_key)  # own ended runs free it as they settle
+                return PARK
             concurrency = definition.concurrency
             refusing = not is_rate and concurrency is not None and concurrency.when_busy == "fail"
             if refusing and self._refuse(job, definition, grant):
-                return False
+                return GONE
             self._shed(job, grant, is_rate=is_rate)
         except STORE_ERRORS as exc:
-            logger.warning("jobs.lease.failed: %s %s: %s; released", job.name, job.id, exc)
+            logger.warning("jobs.lease.failed: %s %s: %s", job.name, job.id, exc)
             self._driver.reset_connection()
             try:
                 self._give_back(job, delay=SHED_BASE_SECONDS, exact=False)
             except STORE_ERRORS:
                 logger.warning("jobs.lease.release_failed: %s stays leased until rescued", job.id)
-        return False
+        return GONE
 
-    def done(self, attempt: Attempt) -> None:
-        """The attempt is over: a granted run whose body never started abandons its slots."""
+    def ended(self, attempt: Attempt) -> None:
+        """The run's body ended: its slots stay held until its settle lands."""
+        self.holdings.ended((attempt.job.id, attempt.job.claim_token))
+
+    def done(self, attempt: Attempt) -> bool:
+        """The attempt is over (settled, lost, suspended): a granted run whose body never
+        started abandons its slots. Answers whether a concurrency slot of this worker's came
+        free (runs parked for it may try again)."""
         pair = (attempt.job.id, attempt.job.claim_token)
+        freed = self.holdings.gone(pair) is not None
         with self._lock:
             if pair not in self._held:
-                return
+                return freed
             self._held.discard(pair)
         if attempt.began:
-            return  # the settle or the rescue statement freed its slots
+            return freed  # the settle or the rescue statement freed its slots
         try:
             self._driver.lease_abandon(job_id=pair[0], claim_token=pair[1])
         except STORE_ERRORS as exc:
             logger.warning("jobs.lease.abandon_failed: %s: %s; it expires", pair[0], exc)
             self._driver.reset_connection()
+        return freed
 
     # -- endings --------------------------------------------------------------------------------
 
     def _shed(self, job: ClaimedJob, grant: LeaseGrant, *, is_rate: bool) -> None:
         key = grant.busy_key or ""
-        if is_rate:
-            delay = grant.retry_after + RATE_SLACK_SECONDS * random.uniform(1.0, 2.0)
-        else:
-            delay = self._pacer.delay(key)
+        delay = self._pacer.rate_delay(grant.retry_after) if is_rate else self._pacer.delay(key)
         if self._give_back(job, delay=delay, exact=is_rate):
             self.shed += 1
+            self.shedding = True
             self._count("shed", job.name)
             logger.debug(
                 "jobs.lease.shed: %s %s: %s busy; due in %.2fs", job.name, job.id, key, delay
@@ -275,9 +327,10 @@ class LeaseGate:
 class WorkerLimits:
     """Every limit the worker keeps, behind the loop's few hooks: refused at start when a
     declared limit cannot be enforced (:func:`unenforceable`); the per-process limiter before
-    each claim (``limiter.py``); the lease gate after it. A claimed job that goes back to wait
-    for a rate stamp, due in ``delay`` s, calls ``on_retry(delay)``, so the idle loop looks
-    again by then; after a claim whose every job was shed the next claim is a probe of one."""
+    each claim (``limiter.py``); the lease gate as each run gets a body slot. A claimed job
+    that goes back to wait for a rate stamp, due in ``delay`` s, calls ``on_retry(delay)``, so
+    the idle loop looks again by then; after a shed, until a run is admitted again, the next
+    claim is a probe of one."""
 
     def __init__(
         self,
@@ -290,11 +343,13 @@ class WorkerLimits:
         refused = unenforceable(driver, registry.definitions())
         if refused is not None:
             raise refused
-        self._registry = registry
-        self._probing = False
         self.limiter = ProcessLimiter(config.limits)
         self.gate = LeaseGate(
-            driver=driver, worker_id=config.worker_id, hooks=hooks, on_shed=on_retry
+            driver=driver,
+            worker_id=config.worker_id,
+            hooks=hooks,
+            on_shed=on_retry,
+            slots=config.concurrency,
         )
 
     def plan(
@@ -302,36 +357,42 @@ class WorkerLimits:
     ) -> tuple[int, tuple[str, ...], float | None]:
         """How many to claim from which queues, and how long the loop waits after a full claim
         (``None``: until a slot frees)."""
-        if self._probing:
+        if self.gate.shedding:
             want = min(want, 1)
         if not self.limiter.active or want <= 0:
             return want, queues, None
         plan = self.limiter.plan(queues, want, running())
         return plan.limit, plan.queues, plan.retry_in
 
-    def admit(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
-        """The claimed jobs whose runs may start (spending the limiter's rate); the others were
-        shed, refused or failed here."""
+    def took(self, jobs: list[ClaimedJob]) -> None:
+        """A claim took ``jobs``: they spend the limiter's rate."""
         self.limiter.took(len(jobs))
-        shed = self.gate.shed
-        admitted = [job for job in jobs if self.gate.admit(job, self._definition(job))]
-        if admitted:
-            self._probing = False
-        elif self.gate.shed > shed:
-            self._probing = True  # every job went back to wait: the next claim probes
-        return admitted
 
-    def done(self, attempt: Attempt) -> None:
-        self.gate.done(attempt)
+    def gone(self) -> int:
+        """How many runs the gate ended without their body so far (a mark for :meth:`found`)."""
+        return self.gate.gone
+
+    def found(self, claimed: int, mark: int) -> int:
+        """Of ``claimed`` jobs, how many count as found: less the runs the gate ended since
+        ``mark`` (a shed job counts as not found, so the loop backs off)."""
+        return max(0, claimed - (self.gate.gone - mark))
+
+    def start(self, attempts: Sequence[Attempt]) -> list[Verdict]:
+        return self.gate.start(attempts)
+
+    def ended(self, attempt: Attempt) -> None:
+        self.gate.ended(attempt)
+
+    def done(self, attempt: Attempt) -> bool:
+        return self.gate.done(attempt)
+
+    def freed(self) -> int:
+        """How many of this worker's slots came free so far (a mark: one came free since)."""
+        return self.gate.holdings.freed
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """The gate's sheds and refusals per job name since the worker started, for its
-        registry row (``{"shed": {name: n}, "refused": {name: n}}``, empty kinds left out)."""
+        """The gate's sheds and refusals per job name, for the worker's registry row."""
         return self.gate.counts()
-
-    def _definition(self, job: ClaimedJob) -> JobDefinition | None:
-        handle = self._registry.find(job.name)
-        return handle.definition if handle is not None else None
 
 
 def _busy_message(key: str, holders: list[LeaseHolder]) -> str:

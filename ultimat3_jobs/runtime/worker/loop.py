@@ -23,11 +23,9 @@ from functools import partial
 from typing import Any
 
 from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
-from ultimat3_jobs.model.context import JobContext
-from ultimat3_jobs.model.policy import ENDINGS, rescue_policy
+from ultimat3_jobs.model.policy import rescue_policy
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
-from ultimat3_jobs.model.tenancy import run_tenant
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
@@ -43,9 +41,9 @@ from ultimat3_jobs.runtime.worker.limits import WorkerLimits
 from ultimat3_jobs.runtime.worker.maintenance import Maintenance
 from ultimat3_jobs.runtime.worker.recycle import Recycle
 from ultimat3_jobs.runtime.worker.release import release
-from ultimat3_jobs.runtime.worker.settle import Settler, run_settled_hook
+from ultimat3_jobs.runtime.worker.settle import Settler, run_rescued_hook
 from ultimat3_jobs.serialization import encode_json
-from ultimat3_jobs.types import ClaimedJob, RescuedJob
+from ultimat3_jobs.types import ClaimedJob
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -111,7 +109,7 @@ class Worker:
             slots=self.held.usable_slots,
             running=self.running_attempts,
             on_timeout=self._abandon_timed_out,
-            on_dead=self._rescued_dead,
+            on_dead=partial(run_rescued_hook, self.registry, self._hooks),
             decide=rescue_policy(self.registry),
             is_draining=lambda: not self._accepting,
             limit_counts=self._limits.counts,  # hook: limits (start, claims, registry row)
@@ -185,15 +183,17 @@ class Worker:
                         self._signal.wait(store_wait)
                         continue
                     self.claim_count += 1
-                    admitted = self._limits.admit(jobs)  # hook: limits; a shed one is not found
-                    for job in admitted:
+                    self._limits.took(jobs)  # hook: limits (the limiter's rate)
+                    gone = self._limits.gone()
+                    for job in jobs:
                         self._ahead.add(self._track(job))
                     self._start_waiting()
                     if jobs:
                         self.claimed.set()
-                    if admitted:
+                    found = self._limits.found(len(jobs), gone)  # hook: limits; shed: not found
+                    if found:
                         self._backoff.reset()
-                    if len(admitted) < want:
+                    if found < want:
                         if self.config.burst and not jobs and not self._running:
                             self.exit_reason = "burst: nothing is due"
                             break
@@ -227,29 +227,44 @@ class Worker:
         """How many jobs to claim now: the free slots plus what claim-ahead wants (see
         ``ahead.py``); none once two batches' worth of attempts wait for their ack (the settler
         is behind)."""
-        free = self._free_slots()
+        free = self._free_slots() - self._ahead.parked()  # parked runs take slots soon
         with self._lock:
             if len(self._running) - len(self._ahead) >= self._ahead.settle_backlog:
                 return 0
         return self._ahead.wanted(free)
 
-    def _start_waiting(self) -> None:
-        """Start attempts claimed ahead in the free slots; called by the loop after a claim
-        and by a body's thread as it frees its slot (so the next body starts without waiting
-        for the loop)."""
-        while self._accepting and self._free_slots() > 0:
-            attempt = self._ahead.take()
-            if attempt is None:
+    def _start_waiting(self, *, leases: bool = True) -> None:
+        """Start attempts claimed ahead in the free slots, their leases taken together; called
+        by the loop, and by a body's thread as it frees its slot (``leases=False``: up to the
+        first that needs a lease, which the loop's thread starts, woken by the freed slot)."""
+        while self._accepting:
+            free = self._free_slots()
+            with self._lock:  # their slots taken now; never past --max-jobs
+                free = min(free, self.config.concurrency - self._slots_used)
+                room = self._recycle.room(self.started_count, free)
+                batch = self._ahead.take_many(room, limited=leases)
+                self._slots_used += len(batch)
+                self.started_count += len(batch)
+            if not batch:
                 return
-            with self._lock:
-                full = self._slots_used >= self.config.concurrency
-                if full or self._recycle.started_enough(self.started_count):
-                    self._ahead.put_back(attempt)
-                    return
-                self._slots_used += 1
-                self.started_count += 1
-                attempt.holds_slot = True
-            self._start(attempt)
+            freed = self._limits.freed()
+            verdicts = self._limits.start(batch)  # hook: limits — their leases, taken now
+            for attempt, verdict in zip(batch, verdicts, strict=True):
+                if verdict == "run":
+                    attempt.holds_slot = True
+                    self._start(attempt)
+                    continue
+                with self._lock:
+                    self._slots_used -= 1
+                    self.started_count -= 1
+                    if verdict == "gone":  # shed, refused or failed by the gate: not ours now
+                        self._running.pop(attempt.job.id, None)
+                if verdict == "gone":
+                    attempt.take_settle()
+                else:
+                    self._ahead.park(attempt)  # until one of this worker's own settles lands
+            if "park" in verdicts and self._limits.freed() != freed:
+                self._ahead.unpark()  # a settle of its key landed meanwhile: try again now
 
     def _start(self, attempt: Attempt) -> None:
         definition = attempt.definition
@@ -259,8 +274,7 @@ class Worker:
         self._bodies.start(attempt)
 
     def _free_slots(self) -> int:
-        """Slots whose body is not running and that a thread can run a body in now (attempts
-        waiting for their ack do not hold one; threads held by abandoned bodies run none)."""
+        """Slots free for a body now (waiting for an ack holds none; a held thread runs none)."""
         with self._lock:
             free = self.config.concurrency - self._slots_used
         return max(0, min(free, self._bodies.pool.idle()))
@@ -282,17 +296,20 @@ class Worker:
         if attempt.began_at is not None:
             self._ahead.body_took(time.monotonic() - attempt.began_at)
         self.held.returned(attempt)
+        self._limits.ended(attempt)  # hook: limits — its slots wait for its settle
         if not attempt.holds_slot:
             self._signal.set()  # its thread is free again, though it held no slot any more
         self._release_slot(attempt)
         # Not taken: settled on its behalf already (timed out past grace, released).
         if attempt.take_settle():
             self._settler.put(Outcome(attempt, "lost") if attempt.lost else outcome)
-        self._start_waiting()
+        self._start_waiting(leases=False)
 
     def _done(self, attempt: Attempt, how: str) -> None:
         """The settler wrote (or skipped) this attempt's ending: forget it."""
-        self._limits.done(attempt)  # hook: limits — a run that never started abandons its slots
+        # hook: limits — abandons the slots of a run not started; parked runs try again
+        if self._limits.done(attempt) and self._ahead.unpark():
+            self._signal.set()
         self._release_slot(attempt)
         with self._lock:
             self._running.pop(attempt.job.id, None)
@@ -331,18 +348,6 @@ class Worker:
     def _retry_written(self, delay: float) -> None:
         """The settler wrote a retry due in ``delay`` s: the idle loop looks again by then."""
         self._backoff.due(time.monotonic() + delay)
-
-    def _rescued_dead(self, job: RescuedJob) -> None:
-        """A rescued attempt ended its job (failed for good or dropped): run ``on_settled``."""
-        handle = self.registry.find(job.name)
-        ending = ENDINGS[job.action]
-        if handle is None or ending is None:
-            return
-        definition = handle.definition
-        if definition.on_settled is not None:
-            tenant_id = run_tenant(definition, job.tenant_id)  # the scope its body had
-            ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt, tenant_id=tenant_id)
-            self._hooks.submit(run_settled_hook, definition.on_settled, ctx, ending)
 
     def _on_wake(self, queue: str) -> None:
         if queue in self.config.queues:

@@ -17,10 +17,11 @@ class Recycle:
         self._config = config
         self._next_memory_check = time.monotonic() + MEMORY_CHECK_SECONDS
 
-    def started_enough(self, started: int) -> bool:
-        """Whether ``--max-jobs`` bodies have started: no more start, even of jobs claimed
-        ahead (they are given back at the stop), whoever frees a slot first."""
-        return self._config.max_jobs is not None and started >= self._config.max_jobs
+    def room(self, started: int, free: int) -> int:
+        """How many of ``free`` slots may start a body, ``started`` bodies so far."""
+        if self._config.max_jobs is None:
+            return free
+        return max(0, min(free, self._config.max_jobs - started))
 
     def reason(self, *, settled: int) -> str | None:
         """Why the worker should stop now, or None."""

@@ -30,13 +30,14 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
-from ultimat3_jobs.model.tenancy import tenant_scope
+from ultimat3_jobs.model.registry import Registry
+from ultimat3_jobs.model.tenancy import run_tenant, tenant_scope
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
-from ultimat3_jobs.types import AttemptError, SettleItem
+from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -255,6 +256,18 @@ def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Endin
                 attempt,
                 tries,
             )
+
+
+def run_rescued_hook(registry: Registry, hooks: BodyPool, job: RescuedJob) -> None:
+    """A rescued attempt ended its job (failed for good or dropped): run ``on_settled`` on
+    ``hooks``, in the scope its body had."""
+    handle = registry.find(job.name)
+    ending = ENDINGS[job.action]
+    if handle is None or ending is None or handle.definition.on_settled is None:
+        return
+    tenant_id = run_tenant(handle.definition, job.tenant_id)
+    ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt, tenant_id=tenant_id)
+    hooks.submit(run_settled_hook, handle.definition.on_settled, ctx, ending)
 
 
 def _refused_error(

@@ -100,3 +100,78 @@ left join x_jobs j on j.id = l.job_id and j.claim_token = l.claim_token and j.st
 where l.expires_at > now() and (%(kind)s::text is null or l.kind = %(kind)s::text)
 order by l.key collate "C", l.slot
 limit %(limit)s
+
+-- name: lease_acquire_many
+-- One slot of one concurrency key for each of several running attempts (n, in the order given),
+-- in one statement, fenced by each claim token: the runs of one key take its free slots (no live
+-- row; an expired row is taken over) in that order, lowest slot first, as lease_acquire would
+-- one after another. Each key's advisory lock is tried as in lease_acquire (keys in order, never
+-- waiting); a run whose key's lock was taken, that holds a leftover slot of its own, or that lost
+-- a race for its slot (a row committed after the snapshot) is answered without a slot and taken
+-- again on its own by lease_acquire. The grant's moment is one clock_timestamp() read once the
+-- locks are tried: the rows' acquired_at and the granted jobs' started_at.
+with asked as (
+    select a.n, a.job_id, a.token, a.key, a.lim
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(keys)s::text[], %(limits)s::int[])
+        with ordinality as a(job_id, token, key, lim, n)
+), locks as (
+    select k.key, pg_try_advisory_xact_lock(hashtextextended(k.key, 0)) as held
+    from (select distinct a.key from asked a order by a.key) as k
+), stamp as (
+    select clock_timestamp() as at from (select count(*) from locks) as tried
+), live as (
+    select l.key, l.slot, l.job_id, l.expires_at
+    from x_job_leases l
+    where l.key in (select a.key from asked a) and l.expires_at > now()
+), runs as (
+    select a.n, a.job_id, a.token, a.key, a.lim, j.lease_expires_at, k.held as locked,
+           exists (select 1 from live v where v.key = a.key and v.job_id = a.job_id) as leftover
+    from asked a
+    join x_jobs j on j.id = a.job_id and j.state = 'running' and j.claim_token = a.token
+    join locks k on k.key = a.key
+), ranked as (
+    select r.n, r.job_id, r.token, r.key, r.lim, r.lease_expires_at,
+           row_number() over (partition by r.key order by r.n) as rank
+    from runs r
+    where r.locked and not r.leftover
+), free as (
+    select k.key, s.slot, row_number() over (partition by k.key order by s.slot) as rank
+    from (select r.key, min(r.lim) as lim from ranked r group by r.key) as k
+    cross join lateral generate_series(0, k.lim - 1) as s(slot)
+    where not exists (select 1 from live v where v.key = k.key and v.slot = s.slot)
+), planned as (
+    select r.n, r.job_id, r.token, r.key, r.lease_expires_at, f.slot
+    from ranked r
+    join free f on f.key = r.key and f.rank = r.rank
+), granted as (
+    insert into x_job_leases as l (key, slot, kind, job_id, claim_token, acquired_at, expires_at)
+    select p.key, p.slot, 'concurrency', p.job_id, p.token, t.at, p.lease_expires_at
+    from planned p cross join stamp t
+    on conflict (key, slot) do update
+    set kind = excluded.kind, job_id = excluded.job_id, claim_token = excluded.claim_token,
+        acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
+    where l.expires_at <= now()
+    returning l.key, l.job_id, l.slot, l.expires_at
+), started as (
+    update x_jobs j
+    set started_at = (select t.at from stamp t)
+    from granted g
+    where j.id = g.job_id
+    returning j.id
+), held as (
+    select v.key, v.expires_at from live v
+    union all
+    select g.key, g.expires_at from granted g
+)
+select a.n, g.slot,
+       r.n is not null as fenced,
+       coalesce(r.locked, false) as locked,
+       coalesce(r.leftover, false) as leftover,
+       exists (select 1 from planned p where p.n = a.n) as free,
+       (select extract(epoch from min(h.expires_at) - now()) from held h
+        where h.key = a.key)::float8 as retry_after,
+       (select count(*) from started) as started
+from asked a
+left join runs r on r.n = a.n
+left join granted g on g.job_id = a.job_id
+order by a.n
