@@ -4,9 +4,6 @@ Django's cursor wrapper, so ``execute_wrapper`` hooks see them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 from django.db import connection
 
@@ -15,19 +12,6 @@ from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.types import SettleItem
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(params=[None, 5], ids=["django-default", "prepare_threshold=5"])
-def threshold(request: pytest.FixtureRequest) -> Iterator[int | None]:
-    options: dict[str, Any] = connection.settings_dict.setdefault("OPTIONS", {})
-    before = dict(options)
-    if request.param is not None:
-        options["prepare_threshold"] = request.param
-    connection.close()  # the next statement connects with these options
-    yield request.param
-    options.clear()
-    options.update(before)
-    connection.close()
 
 
 def _prepared() -> list[str]:

@@ -6,7 +6,6 @@ A killed backend would break a test transaction, so these tests run outside one.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 
@@ -14,6 +13,7 @@ import psycopg
 import pytest
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
 
+from tests.postgres.support import terminate_backend
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.outbox import PostgresOutbox
 from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
@@ -36,24 +36,6 @@ def _own_backend() -> int:
         return int(cursor.fetchone()[0])
 
 
-def _terminate(pid: int) -> None:
-    """``pg_terminate_backend(pid)`` from another session (another thread's connection)."""
-    answers: list[bool] = []
-
-    def terminate() -> None:
-        try:
-            with connections["default"].cursor() as cursor:
-                cursor.execute("select pg_terminate_backend(%s)", [pid])
-                answers.append(bool(cursor.fetchone()[0]))
-        finally:
-            connections["default"].close()
-
-    thread = threading.Thread(target=terminate)
-    thread.start()
-    thread.join(10)
-    assert answers == [True]
-
-
 def _claim(driver: PostgresDriver) -> list[ClaimedJob]:
     return driver.job_claim(queues=["default"], limit=1, worker_id="w-seam", lease_seconds=30)
 
@@ -68,7 +50,7 @@ def _unavailable(caught: pytest.ExceptionInfo[DriverUnavailable]) -> None:
 def test_a_killed_backend_raises_driver_unavailable_then_reconnects() -> None:
     driver = PostgresDriver(database="default")
     assert _claim(driver) == []
-    _terminate(_own_backend())
+    terminate_backend(_own_backend())
     with pytest.raises(DriverUnavailable) as caught:
         _claim(driver)
     _unavailable(caught)
@@ -79,7 +61,7 @@ def test_a_killed_backend_raises_driver_unavailable_then_reconnects() -> None:
 def test_the_outbox_raises_driver_unavailable_for_a_killed_backend() -> None:
     outbox = PostgresOutbox(database="default")
     assert outbox.outbox_claim(relay_id="r-seam", limit=1, lease_seconds=30) == []
-    _terminate(_own_backend())
+    terminate_backend(_own_backend())
     with pytest.raises(DriverUnavailable) as caught:
         outbox.outbox_claim(relay_id="r-seam", limit=1, lease_seconds=30)
     _unavailable(caught)

@@ -193,6 +193,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "kind": "concurrency",
         "ttl_seconds": 0.0,
     },
+    "lease_acquire_many": {"ids": [A], "tokens": [A], "keys": ["job:tests.echo"], "limits": [2]},
     "lease_give_back": {"key": "job:tests.echo", "slot": 0, "job_id": A, "claim_token": A},
     "lease_holders": {"key": "job:tests.echo"},
     "lease_abandon": {"job_id": A, "claim_token": A},

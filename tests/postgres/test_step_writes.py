@@ -7,7 +7,6 @@ A killed backend would break a test transaction, so these tests run outside one.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +17,7 @@ from django.db import DatabaseError, OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from tests.drivers.support import claim_one, enqueue
+from tests.postgres.support import terminate_backend
 from ultimat3_jobs.drivers.postgres.direct import run_direct
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.errors import DriverUnavailable, StoreRefused
@@ -31,19 +31,6 @@ def _fresh_connection() -> Iterator[None]:
     """Each test connects anew, and leaves no dead connection to the next."""
     connection.close()
     yield
-    connection.close()
-
-
-@pytest.fixture(params=[None, 5], ids=["django-default", "prepare_threshold=5"])
-def threshold(request: pytest.FixtureRequest) -> Iterator[int | None]:
-    options: dict[str, Any] = connection.settings_dict.setdefault("OPTIONS", {})
-    before = dict(options)
-    if request.param is not None:
-        options["prepare_threshold"] = request.param
-    connection.close()  # the next statement connects with these options
-    yield request.param
-    options.clear()
-    options.update(before)
     connection.close()
 
 
@@ -138,27 +125,9 @@ def test_only_the_step_writes_run_directly(driver) -> None:
         run_direct(driver._jobs, "job_claim", {})
 
 
-def _terminate(pid: int) -> None:
-    """``pg_terminate_backend(pid)`` from another session (another thread's connection)."""
-    answers: list[bool] = []
-
-    def terminate() -> None:
-        try:
-            with connections["default"].cursor() as cursor:
-                cursor.execute("select pg_terminate_backend(%s)", [pid])
-                answers.append(bool(cursor.fetchone()[0]))
-        finally:
-            connections["default"].close()
-
-    thread = threading.Thread(target=terminate)
-    thread.start()
-    thread.join(10)
-    assert answers == [True]
-
-
 def test_a_killed_backend_under_a_step_write_raises_driver_unavailable(driver) -> None:
     job = _attempt(driver)
-    _terminate(connection.connection.info.backend_pid)
+    terminate_backend(connection.connection.info.backend_pid)
     with pytest.raises(DriverUnavailable) as caught:
         _done(driver, job, "a", 1, "null")
     lost = caught.value

@@ -112,7 +112,7 @@ class LeaseStatements:
             if not pending:
                 break
         for i in pending:
-            key = runs[i].requests[0].key
+            key = _sole(runs[i]).key
             logger.info("jobs.lease.contended: %s stayed contended; answered busy", key)
             answers[i] = LeaseGrant(granted=False, busy_key=key)
         return [answer or LeaseGrant(granted=False) for answer in answers]
@@ -126,8 +126,8 @@ class LeaseStatements:
         params = {
             "ids": [run.job_id for run in asked],
             "tokens": [run.claim_token for run in asked],
-            "keys": [run.requests[0].key for run in asked],
-            "limits": [int(run.requests[0].limit) for run in asked],
+            "keys": [_sole(run).key for run in asked],
+            "limits": [int(_sole(run).limit) for run in asked],
         }
         result = fetch(self._jobs, "lease_acquire_many", params)
         columns = ("n", "slot", "fenced", "locked", "leftover", "free", "retry_after")
@@ -142,7 +142,7 @@ class LeaseStatements:
                 answers[i] = self._acquire_one(runs[i])
             elif locked and not free:
                 wait = max(0.0, float(retry_after or 0.0))
-                key = runs[i].requests[0].key
+                key = _sole(runs[i]).key
                 answers[i] = LeaseGrant(granted=False, busy_key=key, retry_after=wait)
             else:
                 again.append(i)
@@ -172,4 +172,10 @@ class LeaseStatements:
 
 
 def _not_one_slot(run: LeaseRun) -> bool:
-    return len(run.requests) != 1 or run.requests[0].kind != "concurrency"
+    return len(run.requests) != 1 or _sole(run).kind != "concurrency"
+
+
+def _sole(run: LeaseRun) -> LeaseRequest:
+    """The one request of a run that asks one (checked by :func:`_not_one_slot` first)."""
+    (request,) = run.requests
+    return request

@@ -1,0 +1,25 @@
+"""Helpers shared by the PostgreSQL driver's tests."""
+
+from __future__ import annotations
+
+import threading
+
+from django.db import connections
+
+
+def terminate_backend(pid: int) -> None:
+    """``pg_terminate_backend(pid)`` from another session (another thread's connection)."""
+    answers: list[bool] = []
+
+    def terminate() -> None:
+        try:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("select pg_terminate_backend(%s)", [pid])
+                answers.append(bool(cursor.fetchone()[0]))
+        finally:
+            connections["default"].close()
+
+    thread = threading.Thread(target=terminate)
+    thread.start()
+    thread.join(10)
+    assert answers == [True]
