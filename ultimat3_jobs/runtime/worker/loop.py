@@ -265,13 +265,20 @@ class Worker:
             free = self.config.concurrency - self._slots_used
         return max(0, min(free, self._bodies.pool.idle()))
 
-    def _release_slot(self, attempt: Attempt) -> None:
+    def _release_slot(self, attempt: Attempt, *, wake: bool = True) -> None:
         with self._lock:
             if not attempt.holds_slot:
                 return
             attempt.holds_slot = False
             self._slots_used -= 1
-        self._signal.set()
+        if wake:
+            self._signal.set()
+
+    def _nudge(self) -> None:
+        """Wake the loop when its next pass has work: a claim, a recycle check, the drain. Not
+        on every ending: a wake per job cost the worker a pass of the loop per job."""
+        if not self._accepting or self.config.max_jobs is not None or self._claim_size() > 0:
+            self._signal.set()
 
     def _finished(
         self, attempt: Attempt, outcome: Outcome | None, error: BaseException | None
@@ -282,13 +289,12 @@ class Worker:
         if attempt.began_at is not None:
             self._ahead.body_took(time.monotonic() - attempt.began_at)
         self.held.returned(attempt)
-        if not attempt.holds_slot:
-            self._signal.set()  # its thread is free again, though it held no slot any more
-        self._release_slot(attempt)
+        self._release_slot(attempt, wake=False)
         # Not taken: settled on its behalf already (timed out past grace, released).
         if attempt.take_settle():
             self._settler.put(Outcome(attempt, "lost") if attempt.lost else outcome)
         self._start_waiting()
+        self._nudge()  # after the next attempt took the slot: claim only when few wait
 
     def _done(self, attempt: Attempt, how: str) -> None:
         """The settler wrote (or skipped) this attempt's ending: forget it."""
@@ -297,7 +303,7 @@ class Worker:
         with self._lock:
             self._running.pop(attempt.job.id, None)
             self.settled_count += 1
-        self._signal.set()
+        self._nudge()
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
         """Leave the body's progress on its attempt; the maintenance thread stores it with the
