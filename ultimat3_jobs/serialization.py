@@ -187,7 +187,10 @@ def _flat_text(value: Any, max_depth: int) -> str | None:
 
 def encode_json(value: Any, *, root: str = "input", max_depth: int, max_bytes: int) -> str:
     """The compact JSON text of ``value`` after :func:`check_json`; refused when its UTF-8 form
-    is longer than ``max_bytes``. A flat object is checked and written in one pass."""
+    is longer than ``max_bytes``. A flat object is checked and written in one pass; ``None``
+    (what most bodies return) costs no encoder."""
+    if value is None and max_bytes >= len("null"):
+        return "null"
     flat = _flat_text(value, max_depth)
     if flat is not None:
         try:

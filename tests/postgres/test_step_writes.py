@@ -82,7 +82,14 @@ def test_step_writes_skip_djangos_cursor_and_are_prepared_only_when_asked(
     assert driver.step_start_once(job_id=job.id, claim_token=job.claim_token, name="b", seq=2) is (
         False
     )
-    assert django_cursors == []
+    state = {
+        "connected": connection.connection is not None,
+        "queries_logged": connection.queries_logged,
+        "execute_wrappers": list(connection.execute_wrappers),
+        "needs_rollback": connection.needs_rollback,
+        "health_check": (connection.health_check_enabled, connection.health_check_done),
+    }
+    assert django_cursors == [], state
     monkeypatch.undo()
     assert _stored(driver, job.id) == {"a": ("done", {"n": 1}), "b": ("done", None)}
     prepared = _prepared()

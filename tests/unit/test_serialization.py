@@ -99,6 +99,15 @@ def test_size_cap_counts_utf8_bytes() -> None:
     assert "INPUT_MAX_BYTES (100)" in caught.value.message
 
 
+def test_none_is_null_within_the_size_cap() -> None:
+    # The body that returns nothing takes a short path; the cap still holds on it.
+    assert encode(None) == "null"
+    assert encode(None, max_bytes=4) == "null"
+    with pytest.raises(JobInputInvalid) as caught:
+        encode(None, max_bytes=3)
+    assert caught.value.rule == "max-bytes"
+
+
 def test_pickle_and_jsonpickle_markers_stay_inert_text() -> None:
     value = {"payload": "gASVCgAAAAAAAACMBm9zLnN5c5SFlC4=", "py/object": "os.system"}
     assert json.loads(encode(value)) == value

@@ -18,8 +18,9 @@ Layer L3 (job model). Each rule is here, once:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import ExitStack
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ultimat3_jobs.conf import Settings, get_settings
@@ -178,18 +179,41 @@ def run_tenant(definition: JobDefinition | None, tenant_id: str | None) -> str |
     return tenant_id
 
 
-@contextmanager
-def tenant_scope(tenant_id: str | None, settings: Settings | None = None) -> Iterator[None]:
+class TenantScope:
+    """The context manager :func:`tenant_scope` answers: a class, not a generator, since the
+    worker enters one around every body."""
+
+    __slots__ = ("_inner", "_settings", "_tenant_id", "_token")
+
+    def __init__(self, tenant_id: str | None, settings: Settings | None = None) -> None:
+        self._tenant_id = tenant_id
+        self._settings = settings
+        self._inner: ExitStack | None = None
+
+    def __enter__(self) -> None:
+        factory = tenancy_hook(self._settings or get_settings(), "TENANT_CONTEXT")
+        self._token = install_tenant(self._tenant_id)
+        if factory is None:
+            return
+        inner = ExitStack()  # refuses what is no context manager as a ``with`` does
+        try:
+            inner.enter_context(factory(self._tenant_id))
+        except BaseException:
+            uninstall_tenant(self._token)
+            raise
+        self._inner = inner
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            return None if self._inner is None else self._inner.__exit__(kind, exc, tb)
+        finally:
+            uninstall_tenant(self._token)
+
+
+def tenant_scope(tenant_id: str | None, settings: Settings | None = None) -> TenantScope:
     """Run the block as ``tenant_id`` (``None``: no tenant): :func:`current_tenant` answers it,
     and the ``TENANT_CONTEXT`` factory's context manager, called with it, is entered around
     the block. Works in threads and in asyncio tasks alike (context variables)."""
-    factory = tenancy_hook(settings or get_settings(), "TENANT_CONTEXT")
-    token = install_tenant(tenant_id)
-    try:
-        if factory is None:
-            yield
-        else:
-            with factory(tenant_id):
-                yield
-    finally:
-        uninstall_tenant(token)
+    return TenantScope(tenant_id, settings)

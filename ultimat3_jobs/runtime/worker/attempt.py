@@ -6,11 +6,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
+from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
+from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.tenancy import run_tenant
+from ultimat3_jobs.runtime.steps.attempt import bind_steps
 from ultimat3_jobs.types import AttemptError, ClaimedJob
 
 OutcomeKind = Literal["completed", "failed", "lost", "suspended"]
@@ -150,3 +154,22 @@ def context_for(job: ClaimedJob, definition: JobDefinition | None) -> JobContext
     run's tenant (:func:`~ultimat3_jobs.model.tenancy.run_tenant`: ``None`` for a job declared
     ``tenant="none"``, whoever enqueued it)."""
     return JobContext.for_claimed(job, tenant_id=run_tenant(definition, job.tenant_id))
+
+
+def attempt_for(
+    job: ClaimedJob,
+    *,
+    registry: Registry,
+    driver: JobDriver,
+    on_progress: Callable[[Attempt, object], None],
+) -> Attempt:
+    """A claimed job as an attempt, not started yet: its definition looked up, its context
+    built with its step store bound (durable steps) and its progress reported to the worker."""
+    handle = registry.find(job.name)
+    definition = handle.definition if handle is not None else None
+    ctx = context_for(job, definition)
+    attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False)
+    ctx._on_progress = partial(on_progress, attempt)
+    is_async = definition is not None and definition.is_async
+    bind_steps(ctx, driver=driver, claim_token=job.claim_token, is_async=is_async)
+    return attempt

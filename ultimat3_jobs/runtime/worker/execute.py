@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import traceback
-from collections.abc import Iterator
 from functools import partial
+from types import TracebackType
 from typing import Any
 
 from django.db import close_old_connections
@@ -109,16 +108,32 @@ def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
     return Outcome(attempt, "lost")
 
 
-@contextlib.contextmanager
-def _body_scope(attempt: Attempt) -> Iterator[None]:
+class _BodyScope:
     """The job's context installed and the run's tenant scope (``TENANT_CONTEXT`` entered)
-    around its body and its compensations (sync or async)."""
-    running = install_job(attempt.ctx)
-    try:
-        with tenant_scope(attempt.ctx.tenant_id):
-            yield
-    finally:
-        uninstall_job(running)
+    around its body and its compensations (sync or async). A class, not a generator: one is
+    entered per attempt."""
+
+    __slots__ = ("_ctx", "_running", "_tenant")
+
+    def __init__(self, attempt: Attempt) -> None:
+        self._ctx = attempt.ctx
+        self._tenant = tenant_scope(attempt.ctx.tenant_id)
+
+    def __enter__(self) -> None:
+        self._running = install_job(self._ctx)
+        try:
+            self._tenant.__enter__()
+        except BaseException:
+            uninstall_job(self._running)
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            return self._tenant.__exit__(kind, exc, tb)
+        finally:
+            uninstall_job(self._running)
 
 
 def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]:
@@ -127,7 +142,7 @@ def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]
     :func:`finish`'s)."""
     assert attempt.definition is not None
     try:
-        with _body_scope(attempt):
+        with _BodyScope(attempt):
             try:
                 result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
                 if inspect.isawaitable(result):
@@ -176,7 +191,7 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
     try:
-        with _body_scope(attempt):
+        with _BodyScope(attempt):
             try:
                 result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
             except StepSuspended:  # durable steps: the job is suspended, the attempt given back

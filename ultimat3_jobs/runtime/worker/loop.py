@@ -29,10 +29,9 @@ from ultimat3_jobs.model.registry import registry as default_registry
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
-from ultimat3_jobs.runtime.steps.attempt import bind_steps
 from ultimat3_jobs.runtime.steps.writer import close_writer
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
-from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, context_for
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, attempt_for
 from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
@@ -212,13 +211,9 @@ class Worker:
     def _track(self, job: ClaimedJob) -> Attempt:
         """A claimed job as an attempt the worker holds (its lease renewed from now on), not
         started yet: it waits in the claim-ahead queue for a slot."""
-        handle = self.registry.find(job.name)
-        definition = handle.definition if handle is not None else None
-        ctx = context_for(job, definition)
-        attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False)
-        ctx._on_progress = partial(self._progress, attempt)
-        is_async = definition is not None and definition.is_async  # hook: durable steps
-        bind_steps(ctx, driver=self.driver, claim_token=job.claim_token, is_async=is_async)
+        attempt = attempt_for(
+            job, registry=self.registry, driver=self.driver, on_progress=self._progress
+        )
         with self._lock:
             self._running[job.id] = attempt
         return attempt
@@ -279,13 +274,21 @@ class Worker:
             free = self.config.concurrency - self._slots_used
         return max(0, min(free, self._bodies.pool.idle()))
 
-    def _release_slot(self, attempt: Attempt) -> None:
+    def _release_slot(self, attempt: Attempt, *, wake: bool = True) -> None:
         with self._lock:
             if not attempt.holds_slot:
                 return
             attempt.holds_slot = False
             self._slots_used -= 1
-        self._signal.set()
+        if wake:
+            self._signal.set()
+
+    def _nudge(self) -> None:
+        """Wake the loop only when its next pass has work (a wake per ending cost a pass per job):
+        a claim, a recycle check, the drain, a run waiting in a free slot for its leases."""
+        work = self._claim_size() > 0 or (len(self._ahead) > 0 and self._free_slots() > 0)
+        if work or not self._accepting or self.config.max_jobs is not None:
+            self._signal.set()
 
     def _finished(
         self, attempt: Attempt, outcome: Outcome | None, error: BaseException | None
@@ -297,13 +300,12 @@ class Worker:
             self._ahead.body_took(time.monotonic() - attempt.began_at)
         self.held.returned(attempt)
         self._limits.ended(attempt)  # hook: limits — its slots wait for its settle
-        if not attempt.holds_slot:
-            self._signal.set()  # its thread is free again, though it held no slot any more
-        self._release_slot(attempt)
+        self._release_slot(attempt, wake=False)
         # Not taken: settled on its behalf already (timed out past grace, released).
         if attempt.take_settle():
             self._settler.put(Outcome(attempt, "lost") if attempt.lost else outcome)
         self._start_waiting(leases=False)
+        self._nudge()  # after the next attempt took the slot: claim only when few wait
 
     def _done(self, attempt: Attempt, how: str) -> None:
         """The settler wrote (or skipped) this attempt's ending: forget it."""
@@ -314,7 +316,7 @@ class Worker:
         with self._lock:
             self._running.pop(attempt.job.id, None)
             self.settled_count += 1
-        self._signal.set()
+        self._nudge()
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
         """Leave the body's progress on its attempt; the maintenance thread stores it with the
