@@ -18,7 +18,7 @@ from django.db.backends.signals import connection_created
 
 from tests.limits import jobs
 from tests.worker.conftest import wait_for
-from tests.worker.test_idle_cost import StatementCounter
+from tests.worker.test_idle_cost import StatementCounter, uninstall
 from ultimat3_jobs.models import Job, JobLease
 
 QUEUES = {"queues": ("default",), "concurrency": 4}
@@ -32,6 +32,7 @@ def counter() -> Iterator[StatementCounter]:
     connection_created.connect(counting.install)
     yield counting
     connection_created.disconnect(counting.install)
+    uninstall(counting)
 
 
 def per_second(counter: StatementCounter, seconds: float) -> float:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.db.backends.signals import connection_created
 
+from tests.worker.test_idle_cost import uninstall
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.runtime.relay import Relay, RelayConfig
@@ -58,6 +59,7 @@ def counter() -> Iterator[RelayStatementCounter]:
     connection_created.connect(counting.install)
     yield counting
     connection_created.disconnect(counting.install)
+    uninstall(counting)
 
 
 @pytest.mark.slow

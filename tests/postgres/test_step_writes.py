@@ -16,6 +16,7 @@ import pytest
 from django.db import DatabaseError, OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 
+from tests.drivers.steps_support import done
 from tests.drivers.support import claim_one, enqueue
 from tests.postgres.support import terminate_backend
 from ultimat3_jobs.drivers.postgres.direct import run_direct
@@ -44,18 +45,6 @@ def _attempt(driver: PostgresDriver) -> ClaimedJob:
     return claim_one(driver)
 
 
-def _done(driver: PostgresDriver, job: ClaimedJob, name: str, seq: int, output: str) -> bool:
-    return driver.step_put(
-        job_id=job.id,
-        claim_token=job.claim_token,
-        name=name,
-        seq=seq,
-        kind="run",
-        status="done",
-        output_json=output,
-    )
-
-
 def _stored(driver: PostgresDriver, job_id: uuid.UUID) -> dict[str, tuple[str, Any]]:
     return {s.name: (s.status, s.output) for s in driver.step_get_many(job_id=job_id)}
 
@@ -70,15 +59,17 @@ def test_step_writes_skip_djangos_cursor_and_are_prepared_only_when_asked(
     driver, threshold, monkeypatch
 ) -> None:
     job = _attempt(driver)  # the connection is open: a step write needs nothing of Django's
+    # No hook of another test's left on this thread's connection (each test's own is tested below).
+    monkeypatch.setattr(connections["default"], "execute_wrappers", [])
     django_cursors: list[object] = []
     real_cursor = connection.cursor
     monkeypatch.setattr(
         connections["default"], "cursor", lambda: django_cursors.append(1) or real_cursor()
     )
     assert driver.step_start_once(job_id=job.id, claim_token=job.claim_token, name="a", seq=1)
-    assert _done(driver, job, "a", 1, '{"n":1}')
-    assert _done(driver, job, "b", 2, "null")
-    assert _done(driver, job, "b", 2, "null") is False  # done stays done: nothing answered
+    assert done(driver, job, "a", 1, '{"n":1}')
+    assert done(driver, job, "b", 2, "null")
+    assert done(driver, job, "b", 2, "null") is False  # done stays done: nothing answered
     assert driver.step_start_once(job_id=job.id, claim_token=job.claim_token, name="b", seq=2) is (
         False
     )
@@ -117,7 +108,7 @@ def test_hooks_and_the_query_log_still_see_step_writes(driver) -> None:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(watch):
-        assert _done(driver, job, "hooked", 1, "1")
+        assert done(driver, job, "hooked", 1, "1")
     assert len(seen) == 1 and "compensated as (" in seen[0]
     with CaptureQueriesContext(connection) as logged:
         assert driver.step_start_once(
@@ -136,23 +127,23 @@ def test_a_killed_backend_under_a_step_write_raises_driver_unavailable(driver) -
     job = _attempt(driver)
     terminate_backend(connection.connection.info.backend_pid)
     with pytest.raises(DriverUnavailable) as caught:
-        _done(driver, job, "a", 1, "null")
+        done(driver, job, "a", 1, "null")
     lost = caught.value
     assert lost.code == "X_DRIVER_UNAVAILABLE"
     assert not isinstance(lost, (DatabaseError, psycopg.Error))
     assert isinstance(lost.__cause__, OperationalError)  # Django's error, as its wrapper raises
     assert connection.errors_occurred  # so Django discards the connection, as after its own
     driver.reset_connection()
-    assert _done(driver, job, "a", 1, "null")
+    assert done(driver, job, "a", 1, "null")
 
 
 def test_a_refused_step_write_is_store_refused_and_the_connection_serves_on(driver) -> None:
     job = _attempt(driver)
     with pytest.raises(StoreRefused) as caught:
-        _done(driver, job, "bad", 1, '{"kept out": NaN}')
+        done(driver, job, "bad", 1, '{"kept out": NaN}')
     refused = caught.value
     assert (refused.code, refused.sqlstate) == ("X_STORE_REFUSED", "22P02")
     assert "kept out" not in str(refused)
     assert not connection.errors_occurred
-    assert _done(driver, job, "good", 2, "[1]")
+    assert done(driver, job, "good", 2, "[1]")
     assert _stored(driver, job.id) == {"good": ("done", [1])}

@@ -13,6 +13,7 @@ import pytest
 from django.db.backends.signals import connection_created
 
 from tests.scheduler.conftest import make_task, registry_of
+from tests.worker.test_idle_cost import uninstall
 from ultimat3_jobs.runtime.scheduler import SchedulerConfig
 
 THREAD_NAME = "test-scheduler-idle"
@@ -48,6 +49,7 @@ def counter() -> Iterator[StatementCounter]:
     connection_created.connect(counting.install)
     yield counting
     connection_created.disconnect(counting.install)
+    uninstall(counting)
 
 
 @pytest.mark.slow

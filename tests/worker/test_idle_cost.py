@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.db import connections
 from django.db.backends.signals import connection_created
 
 from tests.worker.conftest import RunningWorker
@@ -19,6 +20,15 @@ from ultimat3_jobs.runtime.worker import Worker, WorkerConfig
 WARM_UP_SECONDS = 8.0
 WINDOW_SECONDS = 30.0
 BUDGET_PER_MINUTE = {False: 30, True: 12}
+
+
+def uninstall(hook: object) -> None:
+    """Take an ``execute_wrapper`` hook off this thread's connections: the test's own connection
+    outlives the test, and a hook left on it would route every later test's statements through
+    Django's cursor wrapper even where the driver skips it."""
+    for wrapper in connections.all(initialized_only=True):
+        while hook in wrapper.execute_wrappers:
+            wrapper.execute_wrappers.remove(hook)
 
 
 class StatementCounter:
@@ -48,6 +58,7 @@ def counter() -> Iterator[StatementCounter]:
     connection_created.connect(counting.install)
     yield counting
     connection_created.disconnect(counting.install)
+    uninstall(counting)
 
 
 @pytest.mark.slow
