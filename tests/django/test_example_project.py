@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 import pytest
 from django.db import connection
@@ -52,11 +53,17 @@ print(json.dumps({
 """
 
 
-def database_url() -> str:
-    s = connection.settings_dict
-    host = s["HOST"] or "127.0.0.1"
-    port = f":{s['PORT']}" if s["PORT"] else ""
-    return f"postgres://{s['USER']}:{s['PASSWORD']}@{host}{port}/{s['NAME']}"
+def database_url(s: dict | None = None) -> str:
+    """This run's database as a URL. A Unix socket directory (the embedded server that
+    ``scripts/test`` starts when no PostgreSQL answers on 127.0.0.1) goes in the ``host=``
+    query parameter: put in the authority part, it would be read as the database's path."""
+    s = connection.settings_dict if s is None else s
+    host, port = s["HOST"] or "127.0.0.1", str(s["PORT"] or "")
+    user = f"{quote(s['USER'] or '', safe='')}:{quote(s['PASSWORD'] or '', safe='')}"
+    if host.startswith("/"):
+        query = urlencode({"host": host, **({"port": port} if port else {})})
+        return f"postgres://{user}@/{s['NAME']}?{query}"
+    return f"postgres://{user}@{host}{':' + port if port else ''}/{s['NAME']}"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -91,3 +98,19 @@ def test_the_demo_serves_metrics_and_runs_its_cron_task() -> None:
 
     # The task's body ran on the worker and stored what it counted (itself was running).
     assert seen["job"] == ["completed", {}]
+
+
+@pytest.mark.parametrize(
+    ("host", "port"), [("", ""), ("127.0.0.1", "5432"), ("/srv/pg socket", "5433"), ("/run/pg", "")]
+)
+def test_the_probes_database_url_names_this_runs_server(host: str, port: str) -> None:
+    from example_project.dburl import database_from_url
+
+    given = {"HOST": host, "PORT": port, "USER": "postgres", "PASSWORD": "p@ss:w", "NAME": "test_x"}
+    parsed = database_from_url(database_url(given))
+    assert (parsed["HOST"], str(parsed["PORT"] or ""), parsed["NAME"]) == (
+        host or "127.0.0.1",
+        port,
+        "test_x",
+    )
+    assert (parsed["USER"], parsed["PASSWORD"]) == ("postgres", "p@ss:w")
