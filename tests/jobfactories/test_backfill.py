@@ -16,13 +16,17 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.models import F, QuerySet
 
+from tests.drivers.support import claim_one
 from tests.testapp.models import Effect, SweepRow
 from ultimat3_jobs import Retry
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import BackfillInvalid, JobAborted
 from ultimat3_jobs.factories import backfill, inspect_backfills
-from ultimat3_jobs.factories.backfill import _batch, backfill_declaration
+from ultimat3_jobs.factories.backfill import _batch, backfill_declaration, run
+from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.steps import InlineWriter
 from ultimat3_jobs.models import Backfill, Job, JobStep
+from ultimat3_jobs.runtime.steps.attempt import bind_steps
 from ultimat3_jobs.testing import run_enqueued
 
 pytestmark = pytest.mark.django_db
@@ -278,9 +282,9 @@ def test_rows_queryset_a_replayed_batch_re_reads_the_same_range(memory_driver) -
     assert (run.rows_done, run.batches_done, run.status) == (5, 2, "completed")
 
 
-def test_a_batch_writes_and_its_ledger_count_commit_together() -> None:
-    """On PostgreSQL ``handle`` runs in one transaction with the ledger's advance: a handle
-    that fails after its update leaves neither the update nor a ledger count."""
+def test_a_batch_writes_its_ledger_count_and_its_step_commit_together() -> None:
+    """On PostgreSQL a batch is an ``atomic=True`` step: a handle that fails after its update
+    leaves neither the update, nor a ledger count, nor the batch's step (its cursor)."""
     SweepRow.objects.create()
 
     def fail_after(rows: QuerySet[SweepRow]) -> None:
@@ -288,17 +292,24 @@ def test_a_batch_writes_and_its_ledger_count_commit_together() -> None:
         raise RuntimeError("after the update")
 
     declaration = dataclasses.replace(backfill_declaration(ranged.name), handle=fail_after)
-    run_id = uuid.uuid4()
-    get_driver().backfill_start(name=ranged.name, scope="all", run_id=run_id, environment="")
+    job_id = ranged.enqueue().id
+    driver = get_driver()
+    claimed = claim_one(driver)
+    assert claimed.id == job_id
+    ctx = JobContext(job_id=job_id, name=ranged.name, attempt=claimed.attempt)
+    bind_steps(
+        ctx, driver=driver, claim_token=claimed.claim_token, is_async=False, writer=InlineWriter()
+    )
     with pytest.raises(RuntimeError, match="after the update"):
-        _batch(declaration, run_id, 1, None, threading.Event())
+        run(declaration, ctx)
     assert list(SweepRow.objects.values_list("handled", flat=True)) == [0]
-    (run,) = Backfill.objects.filter(run_id=run_id)
-    assert (run.rows_done, run.batches_done) == (0, 0)
+    (ledger,) = Backfill.objects.filter(run_id=job_id)
+    assert (ledger.rows_done, ledger.batches_done, ledger.status) == (0, 0, "running")
+    assert set(JobStep.objects.filter(job_id=job_id).values_list("name", flat=True)) == {"start"}
 
 
 def test_the_ledger_advance_lets_its_transaction_commit_without_waiting_for_the_flush() -> None:
-    """The batch's step, written after it on the same server, waits for the flush instead."""
+    """The run's later synchronous commits (its finish step, its settle) flush it."""
     run_id = uuid.uuid4()
     driver = get_driver()
     driver.backfill_start(name=sweep.name, scope="all", run_id=run_id, environment="")

@@ -75,6 +75,13 @@ class JobDriver(
     Django's ORM may read them. Where it is False the admin reads through the driver's operator
     methods instead (``admin/driver_rows.py``)."""
 
+    @property
+    def transaction_database(self) -> str | None:
+        """The Django alias whose open transaction this driver's writes join
+        (:attr:`database` when :attr:`enqueue_joins_transaction`), else ``None``: one answer for
+        every caller that asks whether a job's writes and the driver's can commit together."""
+        return self.database if self.enqueue_joins_transaction else None
+
     def __init__(self, *, database: str | None = None) -> None:
         """Drivers are built by :func:`~ultimat3_jobs.drivers.get_driver` with the configured
         ``DATABASE`` alias; one that writes elsewhere ignores it."""

@@ -14,7 +14,6 @@ batch. After the last batch, ``count`` (rows still to do) must be 0, else the ru
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import threading
@@ -22,8 +21,6 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-
-from django.db import transaction
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
@@ -184,7 +181,7 @@ def run(declaration: BackfillDeclaration, ctx: JobContext) -> dict[str, Any]:
             batch = functools.partial(
                 _batch, declaration, run_id, batches + 1, cursor, ctx.cancelled
             )
-            done = ctx.step.run(f"batch:{batches + 1}", batch)
+            done = ctx.step.run(f"batch:{batches + 1}", batch, atomic=True)
             batches += 1
             rows += done["rows"]
             cursor = done["cursor"]
@@ -230,7 +227,10 @@ def _batch(
     cancelled: threading.Event,
 ) -> dict[str, Any]:
     """One batch: the throttle's wait, the page after ``cursor``, then ``handle`` and the
-    ledger's advance in one transaction (see :func:`_together`)."""
+    ledger's advance. It runs as an ``atomic=True`` step: on the job database, ``handle``'s
+    writes there, the ledger's count and the batch's step (its cursor) commit in one
+    transaction, one commit per batch; the transaction opens on the page's read, so the
+    throttle's wait holds none open. A ledger elsewhere (Redis, memory): no transaction."""
     if declaration.rate is not None and cancelled.wait(1.0 / declaration.rate):
         raise JobAborted(f"backfill {declaration.name!r} was cancelled during its throttle wait")
     page = declaration.read(cursor, declaration.batch_size)
@@ -240,23 +240,11 @@ def _batch(
             f"cursor did not move from {cursor!r}"
         )
     if page.count:
-        driver = get_driver()
-        with _together(driver):
-            declaration.handle(page.rows)
-            driver.backfill_advance(
-                run_id=run_id, batch=number, cursor_json=json.dumps(page.cursor), rows=page.count
-            )
+        declaration.handle(page.rows)
+        get_driver().backfill_advance(
+            run_id=run_id, batch=number, cursor_json=json.dumps(page.cursor), rows=page.count
+        )
     return {"cursor": page.cursor if page.count else cursor, "rows": page.count, "done": page.done}
-
-
-def _together(driver: Any) -> contextlib.AbstractContextManager[Any]:
-    """A transaction on the job database when the ledger is written there: ``handle``'s writes
-    on that database and the ledger's count commit together, one commit per batch instead of
-    one for the writes and one for the count. A ledger elsewhere (Redis, memory): no
-    transaction, ``handle`` runs as it would on its own."""
-    if driver.enqueue_joins_transaction and driver.database is not None:
-        return transaction.atomic(using=driver.database)
-    return contextlib.nullcontext()
 
 
 def _finish(run_id: uuid.UUID) -> bool:

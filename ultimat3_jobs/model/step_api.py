@@ -19,6 +19,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
+
+from ultimat3_jobs.errors import StepInvalid
 from ultimat3_jobs.model.step_rules import (
     aware,
     check_callable,
@@ -27,7 +30,7 @@ from ultimat3_jobs.model.step_rules import (
     seconds_of,
     step_json,
 )
-from ultimat3_jobs.model.steps import Call, Plan, StepState, Write
+from ultimat3_jobs.model.steps import Call, Plan, StepState, StepWriter, Write
 
 Duration = float | int | timedelta
 
@@ -39,6 +42,41 @@ def _over_timeout(op: Call, started: float) -> None:
             f"step {op.step!r} ran {elapsed:.3g} s, over its timeout of {op.timeout:g} s; "
             "its result was not stored"
         )
+
+
+def _drive_sync(plan: Plan, writer: StepWriter | None) -> Any:
+    """Drive ``plan`` on this thread: its functions called here, its store writes through
+    ``writer`` (``None``: on this thread's connection, inside whatever transaction is open)."""
+    answer: Any = None
+    try:
+        while True:
+            op = plan.send(answer)
+            if isinstance(op, Write):
+                if writer is None:
+                    answer = op.method(**op.kwargs)
+                else:
+                    answer = writer.call(op.method, op.kwargs)
+                continue
+            started = time.monotonic()
+            answer = op.fn(*op.args)
+            if inspect.isawaitable(answer):
+                getattr(answer, "close", lambda: None)()
+                raise TypeError(
+                    f"step {op.step!r}: its function returned an awaitable in a sync "
+                    "body; use a plain function (or declare the body async def)"
+                )
+            _over_timeout(op, started)
+    except StopIteration as stop:
+        return stop.value
+
+
+def drive_joined(plan: Plan, database: str) -> Any:
+    """Drive an ``atomic=True`` step's plan inside ``transaction.atomic(using=database)`` on
+    this thread, its reads and its record written on this thread's connection: the step's
+    writes on ``database`` and its record commit together (a record refused by the fence rolls
+    them back)."""
+    with transaction.atomic(using=database):
+        return _drive_sync(plan, None)
 
 
 class _Checks:
@@ -53,6 +91,19 @@ class _Checks:
     def compensations(self) -> int:
         """How many done steps this run reached have a compensation to run on unwind."""
         return 0 if self._state is None else len(self._state.reached)
+
+    def _joined(self, name: str, atomic: object) -> str | None:
+        """The database whose transaction an ``atomic=True`` step runs in, or ``None`` (not
+        atomic, a direct call, or a store outside the Django database)."""
+        if not isinstance(atomic, bool):
+            raise StepInvalid(
+                f"step {name!r}: atomic must be True or False; got {type(atomic).__name__}",
+                field=str(name),
+                rule="atomic-bool",
+            )
+        if not atomic or self._state is None:
+            return None
+        return self._state.driver.transaction_database
 
     def _direct(self, name: object) -> None:
         check_step_name(name, self._used)
@@ -106,14 +157,24 @@ class Steps(_Checks):
         *,
         compensate: Callable[[Any], Any] | None = None,
         timeout: Duration | None = None,
+        atomic: bool = False,
     ) -> Any:
         """Run ``fn()`` once per job: store its result (JSON) and answer the stored form; on a
         replay answer the stored result without calling ``fn``. ``compensate(result)`` runs if
         the job later fails for good. Over ``timeout`` seconds the step fails and stores
-        nothing."""
+        nothing.
+
+        ``atomic=True``: ``fn`` runs inside ``transaction.atomic()`` on the job database and
+        the step's record is written in that same transaction, so what ``fn`` writes there and
+        the record commit together or not at all: those writes happen once per job, never
+        again on a replay. With a store outside the Django database (Redis, memory) the record
+        is written after ``fn``, as for any step."""
         plan = self._run_plan(name, fn, compensate, timeout)
+        joined = self._joined(name, atomic)
         if plan is None:
             return json.loads(step_json(name, fn()))
+        if joined is not None:
+            return drive_joined(plan, joined)
         return self._drive(plan)
 
     def once(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -150,25 +211,7 @@ class Steps(_Checks):
 
     def _drive(self, plan: Plan) -> Any:
         assert self._state is not None
-        writer = self._state.writer
-        answer: Any = None
-        try:
-            while True:
-                op = plan.send(answer)
-                if isinstance(op, Write):
-                    answer = writer.call(op.method, op.kwargs)
-                else:
-                    started = time.monotonic()
-                    answer = op.fn(*op.args)
-                    if inspect.isawaitable(answer):
-                        getattr(answer, "close", lambda: None)()
-                        raise TypeError(
-                            f"step {op.step!r}: its function returned an awaitable in a sync "
-                            "body; use a plain function (or declare the body async def)"
-                        )
-                    _over_timeout(op, started)
-        except StopIteration as stop:
-            return stop.value
+        return _drive_sync(plan, self._state.writer)
 
 
 class AsyncSteps(_Checks):
@@ -181,9 +224,22 @@ class AsyncSteps(_Checks):
         *,
         compensate: Callable[[Any], Any] | None = None,
         timeout: Duration | None = None,
+        atomic: bool = False,
     ) -> Any:
         """:meth:`Steps.run`; ``fn`` (and ``compensate``) may be ``async def``. Over
-        ``timeout`` the step's coroutine is cancelled."""
+        ``timeout`` the step's coroutine is cancelled. ``atomic=True`` is refused here
+        (``X_STEP_INVALID``): a step's writes and its record share one transaction only on one
+        thread's connection, which an ``async def`` body does not hold; declare the body as a
+        plain function for it."""
+        if atomic is not False:
+            self._joined(name, atomic)
+            raise StepInvalid(
+                f"step {name!r}: atomic=True needs a sync body (a plain def): an async body's "
+                "step writes run on other connections than its own, so its writes and the "
+                "step's record cannot share one transaction",
+                field=str(name),
+                rule="atomic-sync-body",
+            )
         plan = self._run_plan(name, fn, compensate, timeout)
         if plan is None:
             value = fn()

@@ -41,8 +41,8 @@ class ThreadWriter:
         self._lock = threading.Lock()
 
     def _inline(self) -> bool:
-        database = self._driver.database
-        if database is None or not self._driver.enqueue_joins_transaction:
+        database = self._driver.transaction_database
+        if database is None:
             return True
         return not transaction.get_connection(database).in_atomic_block
 
@@ -66,7 +66,7 @@ class ThreadWriter:
         return self._submit(method, kwargs).result()
 
     async def acall(self, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-        if self._driver.database is None or not self._driver.enqueue_joins_transaction:
+        if self._driver.transaction_database is None:
             return method(**kwargs)
         return await asyncio.wrap_future(self._submit(method, kwargs))
 

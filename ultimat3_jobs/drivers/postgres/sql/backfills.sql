@@ -20,10 +20,11 @@ where run_id = %(run_id)s
 
 -- name: backfill_advance
 -- A batch is counted once: a replayed batch (its number not above what is recorded) and a run
--- no longer running write nothing. Its transaction (the batch's, handle's writes included)
--- commits without waiting for the log flush: the batch's step, stored right after on this
--- server, waits for its own flush, which covers this earlier commit; a crash before that step
--- is stored replays the batch.
+-- no longer running write nothing. Its transaction (the batch's: handle's writes and the
+-- batch's step, which stores the cursor) commits without waiting for the log flush: a
+-- database crash before the flush loses the writes, the count and the step together, and the
+-- batch replays from the cursor stored before it; the run's later synchronous commits (its
+-- finish step, its settle) flush it.
 update x_backfills
 set cursor = %(cursor)s::jsonb, rows_done = rows_done + %(rows)s, batches_done = %(batch)s,
     updated_at = now()
