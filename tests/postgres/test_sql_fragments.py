@@ -89,8 +89,16 @@ def test_each_purge_and_its_dry_run_count_read_one_definition_of_old() -> None:
         ("events_purge_expired", "event_count_expired", "events_expired"),
         ("counter_purge", "counter_count", "counters_old"),
     ):
-        assert "{{" + old + "}}" in WRITTEN[purge], purge
-        assert "{{" + old + "}}" in WRITTEN[count], count
+        assert "{{purge_oldest(" in WRITTEN[purge] and f"rows={old}," in WRITTEN[purge], purge
+        assert WRITTEN[count].endswith(f"{{{{count_capped(rows={old})}}}}"), count
+
+
+def test_the_batched_purge_its_count_and_the_names_scan_are_written_once() -> None:
+    assert _count(r"for update skip locked\n\)\ndelete from") == 1
+    assert _count(r"select count\(\*\) as count from \(") == 1
+    assert _count(r"union all\n    select \(select \$alias\.name") == 1
+    for name in ("queue_stats", "counter_read"):
+        assert "{{names_loose_scan(" in WRITTEN[name], name
 
 
 def test_no_placeholder_is_left_in_a_loaded_statement() -> None:
@@ -112,9 +120,22 @@ def test_load_places_a_fragment_within_a_fragment(tmp_path: Path) -> None:
     assert load(tmp_path)["s"] == "-- why\nselect 1 + 1"
 
 
+def test_load_binds_a_fragment_s_parameters(tmp_path: Path) -> None:
+    (tmp_path / "a.sql").write_text(
+        "-- fragment: one\n-- why\nt.a = 1\n"
+        "-- fragment: pick(table, alias, rows)\n-- why\nselect $alias.id from $table $alias"
+        " where {{$rows}}\n-- name: s\n-- why\n{{pick(table=x_t, alias=t, rows=one)}}\n"
+    )
+    assert load(tmp_path)["s"] == "-- why\nselect t.id from x_t t where t.a = 1"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
+        ("-- fragment: f(a)\n-- why\n$a\n-- name: s\n-- why\nselect {{f}}\n", "takes \\(a\\)"),
+        ("-- fragment: f(a)\n-- why\n$a\n-- name: s\n-- why\n{{f(a=1x)}}\n", "is given"),
+        ("-- fragment: f(a)\n-- why\n$b\n-- name: s\n-- why\n{{f(a=x)}}\n", "no parameter"),
+        ("-- name: s(a)\n-- why\nselect 1\n", "takes no parameters"),
         ("-- name: s\n-- why\nselect {{missing}}\n", "unknown fragment"),
         ("-- fragment: f\n-- why\n1\n-- name: s\n-- why\nselect 1\n", "used by no statement"),
         ("-- fragment: f\n-- why\n{{f}}\n-- name: s\n-- why\nselect {{f}}\n", "uses itself"),

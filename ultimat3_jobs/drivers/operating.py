@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from ultimat3_jobs.drivers.common import QUEUE_STATS_ROWS
+from ultimat3_jobs.drivers.common import QUEUE_STATS_ROWS, JobListQuery, check_job_list
 from ultimat3_jobs.types import (
     BulkResult,
     CounterPeriod,
@@ -32,7 +32,6 @@ class OperatorSeam(abc.ABC):
     def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
         """The job with that id, or ``None``."""
 
-    @abc.abstractmethod
     def job_list(
         self,
         *,
@@ -59,6 +58,21 @@ class OperatorSeam(abc.ABC):
         covers the idempotency key alone or the tenant, so a ``search`` (which matches keys as
         well as ids) or a tenant filter reads the whole table: about a second for a million
         rows."""
+        query = check_job_list(
+            states=states,
+            queues=queues,
+            names=names,
+            tenant=tenant,
+            search=search,
+            after=after,
+            limit=limit,
+        )
+        return self.job_list_page(query=query)
+
+    @abc.abstractmethod
+    def job_list_page(self, *, query: JobListQuery) -> JobPage:
+        """The page :meth:`job_list` answers, for its arguments as :func:`check_job_list`
+        checked them (the one place they are checked)."""
 
     @abc.abstractmethod
     def job_promote(self, *, job_id: uuid.UUID) -> bool:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 from ultimat3_jobs.drivers.base import (
     QUEUE_STATS_ROWS,
-    check_job_list,
+    JobListQuery,
     check_queue_stats_limit,
     cursor_gone,
 )
@@ -82,26 +81,7 @@ class OperatorStatements(MemoryState):
             self._maybe_compact()
             return True
 
-    def job_list(
-        self,
-        *,
-        states: Sequence[str] | None = None,
-        queues: Sequence[str] | None = None,
-        names: Sequence[str] | None = None,
-        tenant: str | None = None,
-        search: str | None = None,
-        after: uuid.UUID | None = None,
-        limit: int = 50,
-    ) -> JobPage:
-        query = check_job_list(
-            states=states,
-            queues=queues,
-            names=names,
-            tenant=tenant,
-            search=search,
-            after=after,
-            limit=limit,
-        )
+    def job_list_page(self, *, query: JobListQuery) -> JobPage:
         with self._lock:
             anchor: tuple[datetime, uuid.UUID] | None = None
             if query.after is not None:

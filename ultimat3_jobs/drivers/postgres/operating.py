@@ -13,9 +13,9 @@ from django.db import transaction
 from ultimat3_jobs.drivers.base import (
     QUEUE_DEMAND_ROWS,
     QUEUE_STATS_ROWS,
+    JobListQuery,
     check_claim_queues,
     check_counter_period,
-    check_job_list,
     check_pause,
     check_queue_stats_limit,
     cursor_gone,
@@ -53,26 +53,7 @@ class OperatorMethods:
     def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
         return job_rows.job_record(fetch(self._jobs, "job_get", {"id": job_id}))
 
-    def job_list(
-        self,
-        *,
-        states: Sequence[str] | None = None,
-        queues: Sequence[str] | None = None,
-        names: Sequence[str] | None = None,
-        tenant: str | None = None,
-        search: str | None = None,
-        after: uuid.UUID | None = None,
-        limit: int = 50,
-    ) -> JobPage:
-        query = check_job_list(
-            states=states,
-            queues=queues,
-            names=names,
-            tenant=tenant,
-            search=search,
-            after=after,
-            limit=limit,
-        )
+    def job_list_page(self, *, query: JobListQuery) -> JobPage:
         result = fetch(
             self._jobs,
             "job_list",

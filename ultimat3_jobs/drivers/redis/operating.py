@@ -11,8 +11,8 @@ from datetime import datetime
 
 from ultimat3_jobs.drivers.base import (
     QUEUE_STATS_ROWS,
+    JobListQuery,
     check_counter_period,
-    check_job_list,
     check_pause,
     check_queue_stats_limit,
     cursor_gone,
@@ -56,26 +56,7 @@ class OperatorMethods(RedisStore):
         text = None if entry is None else codec.error_entry(entry)
         return bool(self._run("job_cancel", [str(job_id), codec.optional(text)]))
 
-    def job_list(
-        self,
-        *,
-        states: Sequence[str] | None = None,
-        queues: Sequence[str] | None = None,
-        names: Sequence[str] | None = None,
-        tenant: str | None = None,
-        search: str | None = None,
-        after: uuid.UUID | None = None,
-        limit: int = 50,
-    ) -> JobPage:
-        query = check_job_list(
-            states=states,
-            queues=queues,
-            names=names,
-            tenant=tenant,
-            search=search,
-            after=after,
-            limit=limit,
-        )
+    def job_list_page(self, *, query: JobListQuery) -> JobPage:
         if any("\n" in value for value in [*(query.queues or ()), *(query.names or ())]):
             # No queue or job name holds a line break: such a filter matches nothing.
             return JobPage(jobs=(), next_cursor=None)

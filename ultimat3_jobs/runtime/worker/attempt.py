@@ -120,17 +120,17 @@ class Attempt:
 
     def time_out(self) -> None:
         """The deadline passed: tell the body to stop (and cancel it where that is possible)."""
-        with self._lock:
-            self.timed_out = True
-            cancel = self._cancel_body
-        self.ctx.cancelled.set()
-        if cancel is not None:
-            cancel()
+        self._stop("timed_out")
 
     def lose(self) -> None:
         """The lease is gone (cancelled, rescued, settled elsewhere): stop and write nothing."""
+        self._stop("lost")
+
+    def _stop(self, why: Literal["timed_out", "lost"]) -> None:
+        """Set the flag ``why`` under the lock, then tell the body to stop (and cancel it where
+        that is possible)."""
         with self._lock:
-            self.lost = True
+            setattr(self, why, True)
             cancel = self._cancel_body
         self.ctx.cancelled.set()
         if cancel is not None:

@@ -104,6 +104,17 @@ select (select count(*) from moved) as moved,
        (select count(*) from failed) - (select count(*) from moved) as remaining,
        (select count(*) from woken) as woken
 
+-- fragment: names_loose_scan(table, alias)
+-- The job names of $table, one index seek each (a loose scan of an index that leads with the
+-- name): the recursive CTE names, whose last row is a null name that its readers skip.
+names (name) as (
+    (select $alias.name from $table $alias order by $alias.name limit 1)
+    union all
+    select (select $alias.name from $table $alias where $alias.name > n.name order by $alias.name limit 1)
+    from names n
+    where n.name is not null
+)
+
 -- name: queue_stats
 -- Jobs per queue and state in one statement, cheap at any size of history. Live states read
 -- only the partial indexes, one branch per state so that each index's predicate matches:
@@ -117,13 +128,7 @@ select (select count(*) from moved) as moved,
 -- so their count is exact below the limit and a lower bound at it. (With "state = ..." and no
 -- order to keep, the planner takes a bitmap scan, which reads every match before the limit.)
 -- The driver sorts the rows.
-with recursive names (name) as (
-    (select j.name from x_jobs j order by j.name limit 1)
-    union all
-    select (select j.name from x_jobs j where j.name > n.name order by j.name limit 1)
-    from names n
-    where n.name is not null
-), queued as (
+with recursive {{names_loose_scan(table=x_jobs, alias=j)}}, queued as (
     select j.queue, count(*) as jobs, min(j.run_at) filter (where j.run_at <= now()) as oldest,
            count(*) filter (where j.run_at <= now()) as ready
     from (
@@ -173,13 +178,7 @@ group by f.queue, f.state
 -- Counter rows of one period from a bucket on, for an operator's recent view. The unique index
 -- leads with the job name, so a loose scan finds the names (one seek each) and each name reads
 -- only its range of buckets: the cost follows the rows answered, not the counters' history.
-with recursive names (name) as (
-    (select c.name from x_job_counters c order by c.name limit 1)
-    union all
-    select (select c.name from x_job_counters c where c.name > n.name order by c.name limit 1)
-    from names n
-    where n.name is not null
-)
+with recursive {{names_loose_scan(table=x_job_counters, alias=c)}}
 select r.name, r.period, r.bucket, r.completed, r.retried, r.dead, r.dropped, r.refused,
        r.cancelled
 from names n

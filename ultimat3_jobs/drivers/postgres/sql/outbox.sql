@@ -71,10 +71,11 @@ with gone as (
 )
 select count(*) from gone
 
+-- fragment: outbox_published_old
+-- Which published rows are old at a purge pass's cutoff: what outbox_count_published counts.
+x_outbox o
+    where o.published_at < %(before)s
+
 -- name: outbox_count_published
 -- What outbox_purge_published would delete at this cutoff, counted up to limit (a dry run).
-select count(*) as count from (
-    select 1 from x_outbox
-    where published_at < %(before)s
-    limit %(limit)s
-) as found
+{{count_capped(rows=outbox_published_old)}}

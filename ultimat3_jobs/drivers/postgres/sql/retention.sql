@@ -21,52 +21,48 @@ x_job_events e
 x_job_counters c
     where c.bucket < %(before)s
 
+-- fragment: purge_oldest(table, alias, rows, order)
+-- A purge's one batch: at most limit of the rows the fragment $rows names, oldest first by
+-- $order (the column its index keeps in order), deleted; rows another transaction holds are
+-- skipped, so a purge never waits on an operator, a settle or another purge. Answers the ids.
+with doomed as (
+    select $alias.id from {{$rows}}
+    order by $alias.$order
+    limit %(limit)s
+    for update skip locked
+)
+delete from $table $alias
+using doomed
+where $alias.id = doomed.id
+returning $alias.id
+
+-- fragment: count_capped(rows)
+-- A purge's dry run: how many of the rows the fragment $rows names it would delete, counted up
+-- to limit (reads, never locks).
+select count(*) as count from (
+    select 1 from {{$rows}}
+    limit %(limit)s
+) as found
+
 -- name: job_purge_finished
 -- At most limit finished jobs of one state, oldest finish first, through the partial index
 -- x_jobs_finished; rows another transaction holds are skipped, so a purge never waits on an
 -- operator or a settle. Steps go with their job (on delete cascade).
-with doomed as (
-    select j.id from {{finished_jobs_old}}
-    order by j.finished_at
-    limit %(limit)s
-    for update skip locked
-)
-delete from x_jobs j
-using doomed
-where j.id = doomed.id
-returning j.id
+{{purge_oldest(table=x_jobs, alias=j, rows=finished_jobs_old, order=finished_at)}}
 
 -- name: job_count_finished
 -- What job_purge_finished would delete, counted up to limit (a dry run reads, never locks).
-select count(*) as count from (
-    select 1 from {{finished_jobs_old}}
-    limit %(limit)s
-) as found
+{{count_capped(rows=finished_jobs_old)}}
 
 -- name: event_count_expired
 -- What events_purge_expired would delete at this cutoff, counted up to limit.
-select count(*) as count from (
-    select 1 from {{events_expired}}
-    limit %(limit)s
-) as found
+{{count_capped(rows=events_expired)}}
 
 -- name: counter_purge
 -- At most limit counter rows of either period whose bucket starts before the cutoff, oldest
 -- first; rows a settle holds are skipped.
-with doomed as (
-    select c.id from {{counters_old}}
-    order by c.bucket
-    limit %(limit)s
-    for update skip locked
-)
-delete from x_job_counters c
-using doomed
-where c.id = doomed.id
-returning c.id
+{{purge_oldest(table=x_job_counters, alias=c, rows=counters_old, order=bucket)}}
 
 -- name: counter_count
 -- What counter_purge would delete, counted up to limit.
-select count(*) as count from (
-    select 1 from {{counters_old}}
-    limit %(limit)s
-) as found
+{{count_capped(rows=counters_old)}}

@@ -170,13 +170,4 @@ from counted c left join woken w on true
 -- Delete up to limit expired events, oldest expiry first, through x_job_events_expiry. Rows
 -- another purge holds are skipped. A purge pass gives its one clock reading as before; alone,
 -- the statement reads now().
-with doomed as (
-    select e.id from {{events_expired}}
-    order by e.expires_at
-    limit %(limit)s
-    for update skip locked
-)
-delete from x_job_events e
-using doomed
-where e.id = doomed.id
-returning e.id
+{{purge_oldest(table=x_job_events, alias=e, rows=events_expired, order=expires_at)}}
