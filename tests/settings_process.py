@@ -43,5 +43,8 @@ PROCESS_TIMINGS: dict[str, float] = {
     "TIMEOUT_GRACE_SECONDS": 1,
     # Every progress report is written at once, so a stale attempt's report reaches the fence.
     "PROGRESS_INTERVAL_SECONDS": 0,
+    # A worker run --with-scheduler that is killed while it leads hands the lead on within
+    # seconds (the scheduler's default lease is a minute, with no cron fired meanwhile).
+    "SCHEDULER_LEASE_SECONDS": 3,
 }
 ULTIMAT3_JOBS = {**SUITE_JOBS, **PROCESS_TIMINGS}  # type: ignore[dict-item]  # str and float values

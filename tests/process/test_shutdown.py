@@ -4,6 +4,7 @@ One worker (4 slots, ``SHUTDOWN_GRACE_SECONDS=1``) runs two 0.2 s ``tests.record
 60 s ``tests.waits_for_cancel`` jobs. SIGTERM once all four are running: the short ones complete,
 the long ones are released (``queued``, their attempt not counted), the worker unregisters and
 exits 0, and a second worker started afterwards takes the long ones within 2 s of that exit.
+An idle worker (beside a scheduler, after a job that wrote steps) exits 0 within 10 s.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from tests.process.audit import db_now, enqueue, states
 from tests.process.conftest import Workers
+from tests.processapp.jobs import STEPS
 from ultimat3_jobs.models import Job, JobWorker
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
@@ -76,3 +78,23 @@ def test_sigterm_completes_short_jobs_and_releases_long_ones(workers: Workers) -
         f"\n[sigterm] first worker exited {stop_took:.2f} s after SIGTERM (grace {GRACE:g} s); "
         f"second worker ran the released jobs {pickup:.2f} s after that exit"
     )
+
+
+STOP_BOUND_SECONDS = 10.0
+"""A bound on a stop with nothing running: generous under load, a correctness check (a settler
+that missed its stop held a worker 30 s), not a timing."""
+
+
+def test_an_idle_worker_beside_a_scheduler_exits_at_once_on_sigterm(workers: Workers) -> None:
+    """After a job that wrote steps (the step writer's threads started), with the scheduler's
+    jobs settling beside it: SIGTERM, and the worker exits 0 well within the bound."""
+    ids = enqueue(STEPS, [{"steps": 3}])
+    worker = workers.start("term-idle", extra=("--with-scheduler",), shutdown_grace=GRACE)
+    workers.wait(lambda: states(ids)["completed"] == 1, timeout=30, what="the steps job done")
+    signalled = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    code = worker.wait(STOP_BOUND_SECONDS + 20)
+    took = time.monotonic() - signalled
+    assert code == 0, workers.report()
+    assert took < STOP_BOUND_SECONDS, f"stop took {took:.2f} s\n{workers.report()}"
+    assert not JobWorker.objects.filter(id="term-idle").exists(), workers.report()

@@ -109,6 +109,9 @@ def _declare_feed() -> None:
         run_seconds=3,
         idle_seconds=0.2,
         supervise="* * * * * *",
+        # The consumer's own five attempts, retried at once: a killed run is retried after
+        # its lease, not after a backoff that doubles with each kill landing on it (1 to 16 s).
+        retry=Retry(attempts=5, backoff_base_seconds=0.1, backoff_cap_seconds=0.5, jitter=0),
     )
 
 

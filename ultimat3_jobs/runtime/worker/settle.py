@@ -79,12 +79,13 @@ class Settler(threading.Thread):
 
     def run(self) -> None:
         try:
-            while True:
+            # Checked before every wait on the queue: the stop's marker may have been taken
+            # by a batch (behind endings queued before it), and a blocking wait after that
+            # would never end.
+            while not (self._stopping.is_set() and self._queue.empty()):
                 batch = self._gather()
                 if batch:
                     self._settle(batch)
-                elif self._stopping.is_set() and self._queue.empty():
-                    return
         finally:
             close_thread_connections()
 

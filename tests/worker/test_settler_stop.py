@@ -1,0 +1,69 @@
+"""A stopping settler settles what is queued and ends at once, whatever the order in which its
+queue holds the endings and the stop.
+
+A worker's shutdown waits for its settler (``Settler.stop``): a settler that missed its stop
+held every stopping worker for the whole of that wait, an idle one included.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tests.worker.test_settle_refused import _claimed
+from ultimat3_jobs.drivers.memory import MemoryDriver
+from ultimat3_jobs.runtime.common.pool import BodyPool
+from ultimat3_jobs.runtime.worker import WorkerConfig
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.settle import Settler
+from ultimat3_jobs.types import JobState
+
+STOP_BOUND_SECONDS = 5.0
+"""A generous bound on a stop that has one in-memory write left to do: a correctness check."""
+
+
+class HeldStore(MemoryDriver):
+    """Holds its first settle write until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def job_settle_many(self, *, items):
+        if not self.writing.is_set():
+            self.writing.set()
+            assert self.release.wait(10)
+        return super().job_settle_many(items=items)
+
+
+def test_an_ending_queued_behind_a_write_is_settled_and_the_stop_ends_at_once() -> None:
+    store = HeldStore()
+    first, second = _claimed(store, 2)
+    done: list[tuple[Attempt, str]] = []
+    hooks = BodyPool(1, name="test-hooks")
+    settler = Settler(
+        driver=store,
+        config=WorkerConfig(queues=("default",), concurrency=2, ack_flush=0.05),
+        on_done=lambda attempt, how: done.append((attempt, how)),
+        hooks=hooks,
+    )
+    settler.start()
+    try:
+        settler.put(Outcome(first, "completed", result_json="1"))
+        assert store.writing.wait(5)
+        # While the first ending is being written: a second ending, then the stop. The next
+        # batch takes both the ending and the stop's marker off the queue.
+        settler.put(Outcome(second, "completed", result_json="2"))
+        stopper = threading.Thread(target=settler.stop, kwargs={"timeout": 60}, daemon=True)
+        began = time.monotonic()
+        stopper.start()
+        store.release.set()
+        stopper.join(STOP_BOUND_SECONDS)
+        took = time.monotonic() - began
+        assert not settler.is_alive(), f"the settler still runs {took:.1f} s after its stop"
+    finally:
+        store.release.set()
+        hooks.shutdown(timeout=1)
+    assert [attempt.job.id for attempt, _ in done] == [first.job.id, second.job.id]
+    assert {store.job_get(job_id=a.job.id).state for a in (first, second)} == {JobState.COMPLETED}
