@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from ultimat3_jobs.drivers.base import check_settle_action
@@ -32,23 +33,51 @@ def enqueue_params(request: EnqueueRequest) -> dict[str, Any]:
     }
 
 
-def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, list[Any]]:
-    """A batch of requests as one array parameter per column (``unnest`` in the statement)."""
+def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, str]:
+    """A batch of requests as one array parameter per column (``unnest`` in the statement),
+    each already written as PostgreSQL's array text (:func:`array_text`): psycopg would walk
+    every element of 13 lists in Python to the same end, the larger part of a batch's cost on
+    the client."""
     return {
-        "ids": [r.id for r in chunk],
-        "names": [r.name for r in chunk],
-        "queues": [r.queue for r in chunk],
-        "priorities": [r.priority for r in chunk],
-        "run_ats": [r.run_at for r in chunk],
-        "delays": [r.delay_seconds for r in chunk],
-        "inputs": [r.input_json for r in chunk],
-        "keys": [r.idempotency_key for r in chunk],
-        "tenants": [r.tenant_id for r in chunk],
-        "enqueued_bys": [r.enqueued_by for r in chunk],
-        "max_attempts": [r.max_attempts for r in chunk],
-        "lease_seconds": [r.lease_seconds for r in chunk],
-        "traceparents": [r.traceparent for r in chunk],
+        "ids": "{" + ",".join([r.id.hex for r in chunk]) + "}",
+        "names": array_text([r.name for r in chunk]),
+        "queues": array_text([r.queue for r in chunk]),
+        "priorities": array_text([r.priority for r in chunk]),
+        "run_ats": array_text([r.run_at for r in chunk]),
+        "delays": array_text([r.delay_seconds for r in chunk]),
+        "inputs": array_text([r.input_json for r in chunk]),
+        "keys": array_text([r.idempotency_key for r in chunk]),
+        "tenants": array_text([r.tenant_id for r in chunk]),
+        "enqueued_bys": array_text([r.enqueued_by for r in chunk]),
+        "max_attempts": array_text([r.max_attempts for r in chunk]),
+        "lease_seconds": array_text([r.lease_seconds for r in chunk]),
+        "traceparents": array_text([r.traceparent for r in chunk]),
     }
+
+
+def array_text(values: list[str | int | float | datetime | None]) -> str:
+    """``values`` as the text of a one-dimensional PostgreSQL array (``{a,"b c",NULL}``), for a
+    parameter the statement casts (``%(names)s::text[]``). A column whose values are all one
+    value (most of a batch's: one job name, one queue) is written once and repeated."""
+    distinct = set(values)
+    if len(distinct) == 1:  # equal values store alike
+        (only,) = distinct
+        return "{" + ",".join([_element(only)] * len(values)) + "}"
+    return "{" + ",".join(map(_element, values)) + "}"
+
+
+def _element(value: str | int | float | datetime | None) -> str:
+    """One array element: ``NULL``, a number, or text double-quoted with its backslashes and
+    double quotes escaped (the array syntax's only escapes inside quotes)."""
+    if value is None:
+        return "NULL"
+    if type(value) is str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, datetime):
+        return '"' + value.isoformat() + '"'
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"no array element for {type(value).__name__} {value!r:.80}")
+    return repr(value) if isinstance(value, float) else str(int(value))
 
 
 def due_now(request: EnqueueRequest) -> bool:
