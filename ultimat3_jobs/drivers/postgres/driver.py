@@ -174,7 +174,7 @@ class PostgresDriver(
     def _enqueue_chunk(self, chunk: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         if not chunk:
             return []
-        inserted = job_rows.ids(
+        inserted = job_rows.batch_inserted(
             fetch(
                 self._jobs,
                 "job_enqueue_many",
@@ -186,8 +186,11 @@ class PostgresDriver(
                         channel=WAKE_CHANNEL,
                     ),
                 },
-            )
+            ),
+            len(chunk),
         )
+        if inserted is None:
+            return [EnqueueResult(request.id, "created") for request in chunk]
         skipped = [r for r in chunk if r.id not in inserted]
         answers: dict[uuid.UUID, uuid.UUID] = {}
         if skipped:

@@ -130,7 +130,9 @@ limit 1
 -- name: job_enqueue_many
 -- Up to 1,000 jobs in one statement (job_batch_rows), through the one job INSERT: rows inserted
 -- earlier in the same statement count, so a key repeated within the batch dedupes to its first
--- row. One wake per queue the driver names in notify_queues, never one per job.
+-- row. One wake per queue the driver names in notify_queues, never one per job. One row back:
+-- how many rows were inserted, and their ids only when some were skipped (the common batch
+-- inserts every row, and its ids are the request's own).
 with job_rows({{job_row_columns}}) as (
     select {{job_row_columns}} from {{job_batch_rows}}
 ), inserted as (
@@ -139,7 +141,8 @@ with job_rows({{job_row_columns}}) as (
     select pg_notify('ultimat3_jobs', w.queue)
     from (select distinct queue from inserted where queue = any(%(notify_queues)s::text[])) as w
 )
-select i.id
+select count(*) as created,
+       case when count(*) < (select count(*) from job_rows) then array_agg(i.id) end as ids
 from inserted i
 where (select count(*) from woken) >= 0
 
