@@ -33,6 +33,7 @@ from ultimat3_jobs.model.transactions import AfterCommits, Route, route
 from ultimat3_jobs.types import (
     EnqueueRequest,
     EnqueueResult,
+    new_job_ids,
 )
 
 if TYPE_CHECKING:
@@ -121,11 +122,12 @@ def enqueue_many(
     traceparent = request_traceparent(options, settings)
     shared: SharedRequest | None = None
     requests = []
-    for index, input in enumerate(inputs):
+    items = list(inputs)
+    for index, (input, job_id) in enumerate(zip(items, new_job_ids(len(items)), strict=True)):
         try:
             if shared is None:  # the options are checked once, at the first input
                 shared = shared_request(definition, options, settings, traceparent)
-            requests.append(shared.request(input))
+            requests.append(shared.request(input, job_id))
         except (JobInputInvalid, JobTenantMismatch) as exc:  # nothing of the batch is written
             raise type(exc)(
                 f"inputs[{index}]: {exc.message}",

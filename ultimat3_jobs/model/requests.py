@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from ultimat3_jobs.errors import (
 )
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.origin import current_origin
-from ultimat3_jobs.model.signature import check_signature
+from ultimat3_jobs.model.signature import check_signature, input_check
 from ultimat3_jobs.model.tenancy import enqueuer_tenant, row_tenant, storable_text
 from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
 from ultimat3_jobs.types import (
@@ -181,21 +182,24 @@ class SharedRequest:
     max_attempts: int
     enqueuer_tenant: str | None
     """The enqueuer's tenant, or ``UNKNOWN`` (:mod:`ultimat3_jobs.model.tenancy`)."""
+    check_input: Callable[[Mapping[str, Any]], None]
+    """The body signature's check of one input (:func:`check_input_signature`), looked up
+    once per call."""
 
-    def request(self, input: Mapping[str, Any]) -> EnqueueRequest:
-        """Validate one input and answer its request (the per-item work of ``enqueue_many``:
-        the compiled signature check, one encode, the tenant, a new id)."""
-        if not isinstance(input, Mapping):
+    def request(self, input: Mapping[str, Any], job_id: uuid.UUID) -> EnqueueRequest:
+        """Validate one input and answer its request, with the id ``job_id`` (the per-item
+        work of ``enqueue_many``: the compiled signature check, one encode, the tenant)."""
+        if type(input) is not dict and not isinstance(input, Mapping):
             raise JobInputInvalid(
                 f"input must be a mapping of keyword arguments; got {type(input).__name__}",
                 field="input",
                 rule="mapping",
             )
-        definition, settings = self.definition, self.settings
-        check_input_signature(definition, input)
-        input_json = settings.encode_stored(input if type(input) is dict else dict(input))
+        definition = self.definition
+        self.check_input(input)
+        input_json = self.settings.encode_stored(input if type(input) is dict else dict(input))
         return EnqueueRequest(
-            id=new_job_id(),
+            id=job_id,
             name=definition.name,
             queue=self.queue,
             input_json=input_json,
@@ -243,6 +247,7 @@ def shared_request(
         traceparent=traceparent,
         max_attempts=definition.retry.max_attempts(),
         enqueuer_tenant=enqueuer_tenant(options, settings),
+        check_input=input_check(definition.signature, where=definition.location),
     )
 
 
@@ -264,7 +269,7 @@ def build_request(
             field="input",
             rule="mapping",
         )
-    return shared_request(definition, options, settings, traceparent).request(input)
+    return shared_request(definition, options, settings, traceparent).request(input, new_job_id())
 
 
 def request_traceparent(options: EnqueueOptions, settings: Settings) -> str | None:
