@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from ultimat3_jobs.drivers.base import check_settle_action
@@ -33,7 +34,7 @@ def enqueue_params(request: EnqueueRequest) -> dict[str, Any]:
     }
 
 
-def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, str]:
+def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, Any]:
     """A batch of requests as one array parameter per column (``unnest`` in the statement),
     each already written as PostgreSQL's array text (:func:`array_text`): psycopg would walk
     every element of 13 lists in Python to the same end, the larger part of a batch's cost on
@@ -53,6 +54,37 @@ def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, str]:
         "lease_seconds": array_text([r.lease_seconds for r in chunk]),
         "traceparents": array_text([r.traceparent for r in chunk]),
     }
+
+
+SHARED_COLUMNS = (
+    "name",
+    "queue",
+    "priority",
+    "run_at",
+    "delay_seconds",
+    "idempotency_key",
+    "enqueued_by",
+    "max_attempts",
+    "lease_seconds",
+    "traceparent",
+)
+"""The columns every job of one ``enqueue_many`` call shares (``job_enqueue_shared``)."""
+
+
+def shared_batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, Any] | None:
+    """``job_enqueue_shared``'s parameters when the requests differ only in id, input and tenant
+    (the jobs of one ``enqueue_many`` call always do), else ``None``: the batch then takes
+    ``job_enqueue_many`` (:func:`batch_params`)."""
+    params: dict[str, Any] = {}
+    for column in SHARED_COLUMNS:
+        values = set(map(attrgetter(column), chunk))
+        if len(values) != 1:  # equal values store alike
+            return None
+        (params[column],) = values
+    params["ids"] = "{" + ",".join([r.id.hex for r in chunk]) + "}"
+    params["inputs"] = array_text([r.input_json for r in chunk])
+    params["tenants"] = array_text([r.tenant_id for r in chunk])
+    return params
 
 
 def array_text(values: list[str | int | float | datetime | None]) -> str:
