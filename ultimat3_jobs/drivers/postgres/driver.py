@@ -39,7 +39,9 @@ from ultimat3_jobs.drivers.postgres.params import (
     ack_params,
     batch_params,
     due_now,
+    due_queues,
     enqueue_params,
+    request_ids,
     settle_params,
     shared_batch_params,
 )
@@ -179,11 +181,11 @@ class PostgresDriver(
         statement = "job_enqueue_many" if shared is None else "job_enqueue_shared"
         params = batch_params(chunk) if shared is None else shared
         params["notify_queues"] = self._wake_throttle.for_statement(
-            self._jobs, (r.queue for r in chunk if due_now(r)), channel=WAKE_CHANNEL
+            self._jobs, due_queues(chunk), channel=WAKE_CHANNEL
         )
         inserted = job_rows.batch_inserted(fetch(self._jobs, statement, params), len(chunk))
         if inserted is None:
-            return [EnqueueResult(request.id, "created") for request in chunk]
+            return [EnqueueResult(job_id, "created") for job_id in request_ids(chunk)]
         skipped = [r for r in chunk if r.id not in inserted]
         answers: dict[uuid.UUID, uuid.UUID] = {}
         if skipped:

@@ -4,11 +4,13 @@ and the outbox."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
+from ultimat3_jobs.batches import RequestBatch, SharedColumns
 from ultimat3_jobs.drivers.base import check_settle_action
 from ultimat3_jobs.types import AckItem, EnqueueRequest, SettleItem
 
@@ -76,15 +78,35 @@ def shared_batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, Any] | Non
     (the jobs of one ``enqueue_many`` call always do), else ``None``: the batch then takes
     ``job_enqueue_many`` (:func:`batch_params`)."""
     params: dict[str, Any] = {}
-    for column in SHARED_COLUMNS:
-        values = set(map(attrgetter(column), chunk))
-        if len(values) != 1:  # equal values store alike
-            return None
-        (params[column],) = values
-    params["ids"] = "{" + ",".join([r.id.hex for r in chunk]) + "}"
-    params["inputs"] = array_text([r.input_json for r in chunk])
-    params["tenants"] = array_text([r.tenant_id for r in chunk])
+    if isinstance(chunk, RequestBatch):  # its columns as they are: no object per job
+        params.update((column, getattr(chunk.shared, column)) for column in SHARED_COLUMNS)
+        ids, inputs, tenants = chunk.ids, chunk.inputs, chunk.tenants
+    else:
+        for column in SHARED_COLUMNS:
+            values = set(map(attrgetter(column), chunk))
+            if len(values) != 1:  # equal values store alike
+                return None
+            (params[column],) = values
+        ids = [r.id for r in chunk]
+        inputs = [r.input_json for r in chunk]
+        tenants = [r.tenant_id for r in chunk]
+    params["ids"] = "{" + ",".join([job_id.hex for job_id in ids]) + "}"
+    params["inputs"] = array_text(list(inputs))
+    params["tenants"] = array_text(list(tenants))
     return params
+
+
+def request_ids(chunk: Sequence[EnqueueRequest]) -> Sequence[uuid.UUID]:
+    """The ids of a batch's requests, in order."""
+    return chunk.ids if isinstance(chunk, RequestBatch) else [r.id for r in chunk]
+
+
+def due_queues(chunk: Sequence[EnqueueRequest]) -> list[str]:
+    """The queues of a batch's jobs that are due at once (a wake is worth sending for them),
+    each once, in the batch's order."""
+    if isinstance(chunk, RequestBatch):
+        return [chunk.shared.queue] if due_now(chunk.shared) else []
+    return list(dict.fromkeys(r.queue for r in chunk if due_now(r)))
 
 
 def array_text(values: list[str | int | float | datetime | None]) -> str:
@@ -112,7 +134,7 @@ def _element(value: str | int | float | datetime | None) -> str:
     return repr(value) if isinstance(value, float) else str(int(value))
 
 
-def due_now(request: EnqueueRequest) -> bool:
+def due_now(request: EnqueueRequest | SharedColumns) -> bool:
     return request.run_at is None and not request.delay_seconds
 
 
