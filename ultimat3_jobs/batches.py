@@ -36,9 +36,11 @@ class SharedColumns:
 
 
 class RequestBatch(Sequence[EnqueueRequest]):
-    """Requests that differ only in id, input JSON and tenant, one list of each."""
+    """Requests that differ only in id, input JSON and tenant, one list of each. The requests
+    are built on the first iteration and kept, so a reader that walks the batch more than
+    once (the memory and Redis drivers, the outbox) builds each once, as from a list."""
 
-    __slots__ = ("ids", "inputs", "shared", "tenants")
+    __slots__ = ("_built", "ids", "inputs", "shared", "tenants")
 
     def __init__(
         self,
@@ -46,6 +48,8 @@ class RequestBatch(Sequence[EnqueueRequest]):
         ids: Sequence[uuid.UUID],
         inputs: Sequence[str],
         tenants: Sequence[str | None],
+        *,
+        built: list[EnqueueRequest] | None = None,
     ) -> None:
         if not len(ids) == len(inputs) == len(tenants):
             raise ValueError("a request batch needs one id, one input and one tenant per job")
@@ -53,6 +57,7 @@ class RequestBatch(Sequence[EnqueueRequest]):
         self.ids = ids
         self.inputs = inputs
         self.tenants = tenants
+        self._built = built
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -64,14 +69,23 @@ class RequestBatch(Sequence[EnqueueRequest]):
     def __getitem__(self, index: slice) -> RequestBatch: ...
 
     def __getitem__(self, index: int | slice) -> EnqueueRequest | RequestBatch:
+        built = self._built
         if isinstance(index, slice):
             return RequestBatch(
-                self.shared, self.ids[index], self.inputs[index], self.tenants[index]
+                self.shared,
+                self.ids[index],
+                self.inputs[index],
+                self.tenants[index],
+                built=None if built is None else built[index],
             )
+        if built is not None:
+            return built[index]
         return self._request(self.ids[index], self.inputs[index], self.tenants[index])
 
     def __iter__(self) -> Iterator[EnqueueRequest]:
-        return map(self._request, self.ids, self.inputs, self.tenants)
+        if self._built is None:
+            self._built = list(map(self._request, self.ids, self.inputs, self.tenants))
+        return iter(self._built)
 
     def _request(self, job_id: uuid.UUID, input_json: str, tenant: str | None) -> EnqueueRequest:
         shared = self.shared

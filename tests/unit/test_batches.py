@@ -59,3 +59,10 @@ def test_a_batch_answers_the_requests_of_its_columns() -> None:
 def test_a_batch_needs_one_id_input_and_tenant_per_job() -> None:
     with pytest.raises(ValueError, match="one id, one input and one tenant"):
         RequestBatch(SHARED, new_job_ids(2), ["{}"], [None, None])
+
+
+def test_a_batch_builds_each_request_once() -> None:
+    batch = RequestBatch(SHARED, new_job_ids(3), ["{}"] * 3, [None] * 3)
+    first = list(batch)
+    assert list(batch) == first and all(a is b for a, b in zip(batch, first, strict=True))
+    assert batch[1] is first[1] and batch[1:][0] is first[1]
