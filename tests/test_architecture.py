@@ -16,6 +16,7 @@ CORE = [
     "values",
     "records",
     "types",
+    "batches",
     "errors_base",
     "errors_features",
     "errors",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ultimat3_jobs.errors import JobInputInvalid
-from ultimat3_jobs.model.signature import check_signature, shape_of
+from ultimat3_jobs.model.signature import check_signature, input_check, shape_of
 
 
 def only_ctx(ctx): ...
@@ -61,13 +61,22 @@ def test_the_compiled_check_agrees_with_bind(body, input) -> None:
     shape = shape_of(signature)
     if shape is not None:
         assert shape.admits(input) == binds(signature, input)
-    if binds(signature, input):
-        check_signature(signature, input, where="body")
-    else:
-        with pytest.raises(JobInputInvalid) as refused:
-            check_signature(signature, input, where="body")
-        assert refused.value.rule == "signature"
-        assert refused.value.message.startswith(f"input does not match body{signature}: ")
+    batch_check = input_check(signature, where="body")
+    for check in (
+        lambda: check_signature(signature, input, where="body"),
+        lambda: batch_check(input),
+    ):
+        if binds(signature, input):
+            check()
+        else:
+            with pytest.raises(JobInputInvalid) as refused:
+                check()
+            assert refused.value.rule == "signature"
+            assert refused.value.message.startswith(f"input does not match body{signature}: ")
+
+
+def test_a_job_without_a_signature_admits_any_input() -> None:
+    input_check(None, where="body")({"anything": 1, 2: 3})
 
 
 def test_unusual_shapes_are_left_to_bind() -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import itertools
+import pickle
 import time
+import uuid
 
-from ultimat3_jobs.types import new_job_id
+from ultimat3_jobs.types import new_job_id, new_job_ids
 
 
 def test_new_job_id_is_version_7_with_the_rfc_variant() -> None:
@@ -24,3 +28,18 @@ def test_new_job_ids_strictly_increase_even_within_one_millisecond() -> None:
     ids = [new_job_id() for _ in range(20_000)]
     assert ids == sorted(ids)
     assert len(set(ids)) == len(ids)
+
+
+def test_a_batch_of_ids_continues_the_same_strictly_increasing_sequence() -> None:
+    ids = [new_job_id(), *new_job_ids(5_000), new_job_id(), *new_job_ids(3), *new_job_ids(0)]
+    assert len(ids) == 5_005
+    assert all(earlier < later for earlier, later in itertools.pairwise(ids))
+    assert {(job_id.version, job_id.variant) for job_id in ids} == {(7, uuid.RFC_4122)}
+
+
+def test_a_batch_id_is_an_ordinary_uuid() -> None:
+    (job_id,) = new_job_ids(1)
+    same = uuid.UUID(str(job_id))
+    assert (job_id == same, hash(job_id) == hash(same)) == (True, True)
+    assert pickle.loads(pickle.dumps(job_id)) == job_id
+    assert copy.deepcopy(job_id) == job_id and job_id.is_safe is uuid.SafeUUID.unknown

@@ -7,10 +7,11 @@ only writes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from ultimat3_jobs.batches import RequestBatch
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.drivers import get_driver, get_outbox
 from ultimat3_jobs.drivers.base import JobDriver, write_now
@@ -33,6 +34,7 @@ from ultimat3_jobs.model.transactions import AfterCommits, Route, route
 from ultimat3_jobs.types import (
     EnqueueRequest,
     EnqueueResult,
+    new_job_ids,
 )
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def _route(driver: JobDriver, publish: str, settings: Settings) -> Route:
     return route(driver, publish=publish, outbox_database=settings.outbox_database)
 
 
-def _stage_or_defer(requests: list[EnqueueRequest], where: Route) -> bool:
+def _stage_or_defer(requests: Sequence[EnqueueRequest], where: Route) -> bool:
     """Stage ``requests`` in the outbox, or defer them until the caller's transactions commit,
     as ``where`` says; answers False when they are to be written to the store at once."""
     if where.path == "stage":
@@ -57,7 +59,7 @@ def _stage_or_defer(requests: list[EnqueueRequest], where: Route) -> bool:
     return False
 
 
-def _publish_after_commit(requests: list[EnqueueRequest]) -> None:
+def _publish_after_commit(requests: Sequence[EnqueueRequest]) -> None:
     """A deferred enqueue, once every transaction it waited for has committed: routed again
     (a transaction may still be open around that commit), then written."""
     driver = get_driver()
@@ -120,23 +122,27 @@ def enqueue_many(
     settings = get_settings()
     traceparent = request_traceparent(options, settings)
     shared: SharedRequest | None = None
-    requests = []
+    encoded: list[str] = []
+    tenants: list[str | None] = []
     for index, input in enumerate(inputs):
         try:
             if shared is None:  # the options are checked once, at the first input
                 shared = shared_request(definition, options, settings, traceparent)
-            requests.append(shared.request(input))
+            input_json, tenant = shared.encode(input)
         except (JobInputInvalid, JobTenantMismatch) as exc:  # nothing of the batch is written
             raise type(exc)(
                 f"inputs[{index}]: {exc.message}",
                 field=_item_field(index, exc.field),
                 rule=exc.rule,
             ) from None
-    if not requests:
+        encoded.append(input_json)
+        tenants.append(tenant)
+    if shared is None:
         return []
+    requests = RequestBatch(shared.columns, new_job_ids(len(encoded)), encoded, tenants)
     driver = get_driver()
     if _stage_or_defer(requests, _route(driver, options.publish, settings)):
-        return [EnqueueResult(request.id, "staged") for request in requests]
+        return [EnqueueResult(job_id, "staged") for job_id in requests.ids]
     with _store_write(options):
         return driver.job_enqueue_many(requests=requests)
 

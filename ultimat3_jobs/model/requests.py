@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ultimat3_jobs.batches import RequestBatch, SharedColumns
 from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.errors import (
     JobInputInvalid,
@@ -26,7 +28,7 @@ from ultimat3_jobs.errors import (
 )
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.origin import current_origin
-from ultimat3_jobs.model.signature import check_signature
+from ultimat3_jobs.model.signature import check_signature, input_check
 from ultimat3_jobs.model.tenancy import enqueuer_tenant, row_tenant, storable_text
 from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
 from ultimat3_jobs.types import (
@@ -34,7 +36,6 @@ from ultimat3_jobs.types import (
     PRIORITY_MIN,
     QUEUE_NAME_PATTERN,
     EnqueueRequest,
-    OnConflict,
     new_job_id,
 )
 from ultimat3_jobs.values import whole_number
@@ -170,46 +171,33 @@ class SharedRequest:
 
     definition: JobDefinition
     settings: Settings
-    queue: str
-    priority: int
-    run_at: datetime | None
-    delay_seconds: float | None
-    idempotency_key: str | None
-    on_conflict: OnConflict
-    enqueued_by: str | None
-    traceparent: str | None
-    max_attempts: int
     enqueuer_tenant: str | None
     """The enqueuer's tenant, or ``UNKNOWN`` (:mod:`ultimat3_jobs.model.tenancy`)."""
+    check_input: Callable[[Mapping[str, Any]], None]
+    """The body signature's check of one input (:func:`check_input_signature`), looked up
+    once per call."""
 
-    def request(self, input: Mapping[str, Any]) -> EnqueueRequest:
-        """Validate one input and answer its request (the per-item work of ``enqueue_many``:
-        the compiled signature check, one encode, the tenant, a new id)."""
-        if not isinstance(input, Mapping):
+    columns: SharedColumns
+    """The columns every request of the call has alike."""
+
+    def encode(self, input: Mapping[str, Any]) -> tuple[str, str | None]:
+        """Validate one input and answer its JSON text and its row's tenant (the per-item work
+        of ``enqueue_many``: the compiled signature check, one encode, the tenant)."""
+        if type(input) is not dict and not isinstance(input, Mapping):
             raise JobInputInvalid(
                 f"input must be a mapping of keyword arguments; got {type(input).__name__}",
                 field="input",
                 rule="mapping",
             )
-        definition, settings = self.definition, self.settings
-        check_input_signature(definition, input)
-        input_json = settings.encode_stored(input if type(input) is dict else dict(input))
-        return EnqueueRequest(
-            id=new_job_id(),
-            name=definition.name,
-            queue=self.queue,
-            input_json=input_json,
-            priority=self.priority,
-            run_at=self.run_at,
-            delay_seconds=self.delay_seconds,
-            idempotency_key=self.idempotency_key,
-            on_conflict=self.on_conflict,
-            max_attempts=self.max_attempts,
-            lease_seconds=definition.lease_seconds,
-            tenant_id=row_tenant(definition, input, self.enqueuer_tenant),
-            enqueued_by=self.enqueued_by,
-            traceparent=self.traceparent,
-        )
+        self.check_input(input)
+        input_json = self.settings.encode_stored(input if type(input) is dict else dict(input))
+        return input_json, row_tenant(self.definition, input, self.enqueuer_tenant)
+
+    def request(self, input: Mapping[str, Any], job_id: uuid.UUID) -> EnqueueRequest:
+        """Validate one input and answer its request, with the id ``job_id``."""
+        input_json, tenant = self.encode(input)
+        (request,) = RequestBatch(self.columns, [job_id], [input_json], [tenant])
+        return request
 
 
 def shared_request(
@@ -233,16 +221,21 @@ def shared_request(
     return SharedRequest(
         definition=definition,
         settings=settings,
-        queue=queue,
-        priority=priority,
-        run_at=run_at,
-        delay_seconds=delay_seconds,
-        idempotency_key=key,
-        on_conflict=options.on_conflict,
-        enqueued_by=enqueued_by,
-        traceparent=traceparent,
-        max_attempts=definition.retry.max_attempts(),
         enqueuer_tenant=enqueuer_tenant(options, settings),
+        check_input=input_check(definition.signature, where=definition.location),
+        columns=SharedColumns(
+            name=definition.name,
+            queue=queue,
+            priority=priority,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+            idempotency_key=key,
+            on_conflict=options.on_conflict,
+            max_attempts=definition.retry.max_attempts(),
+            lease_seconds=definition.lease_seconds,
+            enqueued_by=enqueued_by,
+            traceparent=traceparent,
+        ),
     )
 
 
@@ -264,7 +257,7 @@ def build_request(
             field="input",
             rule="mapping",
         )
-    return shared_request(definition, options, settings, traceparent).request(input)
+    return shared_request(definition, options, settings, traceparent).request(input, new_job_id())
 
 
 def request_traceparent(options: EnqueueOptions, settings: Settings) -> str | None:

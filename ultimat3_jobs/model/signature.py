@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,3 +102,26 @@ def check_signature(
             field="input",
             rule="signature",
         ) from None
+
+
+def input_check(
+    signature: inspect.Signature | None, *, where: str
+) -> Callable[[Mapping[str, Any]], None]:
+    """:func:`check_signature` for one signature, its shape looked up once: the check each
+    input of a batch makes."""
+    if signature is None:
+        return _admit_any
+    shape = _compiled(signature)
+    if shape is None:
+        return lambda input: check_signature(signature, input, where=where)
+    admits = shape.admits
+
+    def check(input: Mapping[str, Any]) -> None:
+        if not admits(input):
+            check_signature(signature, input, where=where)
+
+    return check
+
+
+def _admit_any(input: Mapping[str, Any]) -> None:
+    """The check of a job without a body signature: every input binds."""

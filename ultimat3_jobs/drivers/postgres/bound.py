@@ -30,6 +30,7 @@ BOUND_STATEMENTS = frozenset(
         "job_settle_many",
         "job_heartbeat_many",
         "job_enqueue_many",
+        "job_enqueue_shared",
     }
 )
 

@@ -39,8 +39,11 @@ from ultimat3_jobs.drivers.postgres.params import (
     ack_params,
     batch_params,
     due_now,
+    due_queues,
     enqueue_params,
+    request_ids,
     settle_params,
+    shared_batch_params,
 )
 from ultimat3_jobs.drivers.postgres.registry import WorkerMethods
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
@@ -174,20 +177,15 @@ class PostgresDriver(
     def _enqueue_chunk(self, chunk: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         if not chunk:
             return []
-        inserted = job_rows.ids(
-            fetch(
-                self._jobs,
-                "job_enqueue_many",
-                {
-                    **batch_params(chunk),
-                    "notify_queues": self._wake_throttle.for_statement(
-                        self._jobs,
-                        (r.queue for r in chunk if due_now(r)),
-                        channel=WAKE_CHANNEL,
-                    ),
-                },
-            )
+        shared = shared_batch_params(chunk)
+        statement = "job_enqueue_many" if shared is None else "job_enqueue_shared"
+        params = batch_params(chunk) if shared is None else shared
+        params["notify_queues"] = self._wake_throttle.for_statement(
+            self._jobs, due_queues(chunk), channel=WAKE_CHANNEL
         )
+        inserted = job_rows.batch_inserted(fetch(self._jobs, statement, params), len(chunk))
+        if inserted is None:
+            return [EnqueueResult(job_id, "created") for job_id in request_ids(chunk)]
         skipped = [r for r in chunk if r.id not in inserted]
         answers: dict[uuid.UUID, uuid.UUID] = {}
         if skipped:

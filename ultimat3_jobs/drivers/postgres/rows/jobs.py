@@ -152,6 +152,15 @@ def ids(result: Result, column: str = "id") -> set[uuid.UUID]:
     return {as_uuid(row[position]) for row in result.rows}
 
 
+def batch_inserted(result: Result, size: int) -> set[uuid.UUID] | None:
+    """``job_enqueue_many``'s one row: ``None`` when all ``size`` rows of the batch were
+    inserted, else the ids of those that were."""
+    created, inserted = result.first("created", "ids") or (0, None)
+    if created == size:
+        return None
+    return {as_uuid(job_id) for job_id in inserted or ()}
+
+
 def enqueue_answers(result: Result) -> dict[uuid.UUID, uuid.UUID]:
     """``job_enqueue_many_resolve``'s rows: the job each skipped request id resolves to. A row
     holding the requested id wins over the live row holding its key."""

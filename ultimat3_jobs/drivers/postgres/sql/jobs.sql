@@ -85,8 +85,8 @@ case when exists (select 1 from x_job_pauses p where p.scope = 'queue' and p.tar
 end
 
 -- fragment: job_insert
--- The one job INSERT (job_enqueue, job_enqueue_many, scheduler_fire; the relay publishes
--- through job_enqueue_many), from a CTE job_rows(job_row_columns), in its order. An untargeted
+-- The one job INSERT (job_enqueue, job_enqueue_many, job_enqueue_shared, scheduler_fire; the
+-- relay publishes through job_enqueue_many), from a CTE job_rows(job_row_columns), in its order. An untargeted
 -- ON CONFLICT DO NOTHING covers both unique indexes: the primary key (a republished outbox row
 -- keeps its id) and x_jobs_live_key (a live row with the same name and idempotency key); rows
 -- inserted earlier in the same statement count. A job whose name is paused is flagged paused
@@ -101,6 +101,23 @@ from job_rows r
 order by r.ord
 on conflict do nothing
 returning id, queue
+
+-- fragment: job_batch_insert
+-- The rest of a batch enqueue after its job_rows CTE: the one job INSERT (job_insert), whose
+-- rows inserted earlier in the same statement count, so a key repeated within the batch dedupes
+-- to its first row; one wake per queue the driver names in notify_queues, never one per job. One
+-- row back: how many rows were inserted, and their ids only when some were skipped (a batch
+-- usually inserts every row, and its ids are then the requests' own).
+inserted as (
+    {{job_insert}}
+), woken as (
+    select pg_notify('ultimat3_jobs', w.queue)
+    from (select distinct queue from inserted where queue = any(%(notify_queues)s::text[])) as w
+)
+select count(*) as created,
+       case when count(*) < (select count(*) from job_rows) then array_agg(i.id) end as ids
+from inserted i
+where (select count(*) from woken) >= 0
 
 -- name: job_enqueue
 -- One round trip in the common case, through the one job INSERT (job_insert: its conflict rule,
@@ -128,20 +145,26 @@ order by (j.id = %(id)s) desc
 limit 1
 
 -- name: job_enqueue_many
--- Up to 1,000 jobs in one statement (job_batch_rows), through the one job INSERT: rows inserted
--- earlier in the same statement count, so a key repeated within the batch dedupes to its first
--- row. One wake per queue the driver names in notify_queues, never one per job.
+-- Up to 1,000 jobs in one statement (job_batch_rows), through the one job INSERT
+-- (job_batch_insert). The relay's batches take this form; one enqueue_many call's jobs take
+-- job_enqueue_shared.
 with job_rows({{job_row_columns}}) as (
     select {{job_row_columns}} from {{job_batch_rows}}
-), inserted as (
-    {{job_insert}}
-), woken as (
-    select pg_notify('ultimat3_jobs', w.queue)
-    from (select distinct queue from inserted where queue = any(%(notify_queues)s::text[])) as w
-)
-select i.id
-from inserted i
-where (select count(*) from woken) >= 0
+), {{job_batch_insert}}
+
+-- name: job_enqueue_shared
+-- job_enqueue_many for up to 1,000 jobs that differ only in id, input and tenant, as the jobs of
+-- one enqueue_many call do: those three columns as arrays, every other one a single parameter
+-- named as job_enqueue names it: the server parses and unnests 3 arrays instead of 13, about
+-- an eighth of the statement's time.
+with job_rows({{job_row_columns}}) as (
+    select r.id, %(name)s::text, %(queue)s::text, %(priority)s::int, %(run_at)s::timestamptz,
+           %(delay_seconds)s::float8, r.input, %(idempotency_key)s::text, r.tenant_id,
+           %(enqueued_by)s::text, %(max_attempts)s::int, %(lease_seconds)s::int,
+           %(traceparent)s::text, r.ord
+    from unnest(%(ids)s::uuid[], %(inputs)s::text[], %(tenants)s::text[])
+         with ordinality as r(id, input, tenant_id, ord)
+), {{job_batch_insert}}
 
 -- name: job_enqueue_many_resolve
 -- Answers every skipped row of a batch in one statement: by id first, else the live row of its key.

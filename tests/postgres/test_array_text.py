@@ -1,0 +1,85 @@
+"""A batch's columns travel as PostgreSQL array text written by the driver (``array_text``):
+every value reads back as it was, through the casts ``job_enqueue_many`` makes, with Django's
+client-side binding and with prepared server-side binding alike."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from django.db import connection
+
+from tests.drivers.support import request
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.drivers.postgres.params import array_text, batch_params
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TEXTS = [
+    "plain",
+    'a "quoted" word',
+    "back\\slash\\",
+    "",
+    "NULL",
+    "{braces, commas}",
+    " spaced ",
+    "line\nbreak\ttab",
+    "\u00e9t\u00e9 \U0001f600",
+    '{"a":"x\\"y","b":[1,2]}',
+    "'single'",
+    None,
+]
+
+
+def _read(literal: str, cast: str) -> list[object]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"select unnest(%s::{cast}[])", [literal])
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.parametrize(
+    ("values", "cast"),
+    [
+        (TEXTS, "text"),
+        (["same"] * 5, "text"),
+        ([None] * 3, "text"),
+        ([], "text"),
+        ([0, -100, 100, 3], "int"),
+        ([7] * 4, "int"),
+        ([None, 1.5, 0.1, 1e-05, 86400.0], "float8"),
+    ],
+)
+def test_values_read_back_as_written(values: list[object], cast: str) -> None:
+    assert _read(array_text(values), cast) == values
+
+
+def test_timestamps_read_back_as_the_same_instants() -> None:
+    now = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+    east = now.astimezone(timezone(timedelta(hours=5, minutes=30)))
+    values = [now, east, None, now + timedelta(days=400)]
+    assert _read(array_text(values), "timestamptz") == values
+
+
+def test_ids_read_back_as_written() -> None:
+    ids = [uuid.uuid4() for _ in range(3)]
+    literal = batch_params([request(id=job_id) for job_id in ids])["ids"]
+    assert _read(literal, "uuid") == ids
+
+
+def test_a_batch_of_awkward_inputs_is_stored_as_given(threshold) -> None:
+    inputs = ['{"q":"say \\"hi\\""}', '{"p":"C:\\\\dir"}', '{"s":"{a,b}"}', '{"n":null}']
+    requests = [request(input_json=text, tenant_id=f"t {i}") for i, text in enumerate(inputs)]
+    results = PostgresDriver().job_enqueue_many(requests=requests)
+    assert [result.status for result in results] == ["created"] * len(inputs)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select input, tenant_id from x_jobs where id = any(%s) order by id",
+            [[r.id for r in requests]],
+        )
+        stored = cursor.fetchall()
+    by_id = sorted(requests, key=lambda r: r.id)
+    assert [(json.loads(text), tenant) for text, tenant in stored] == [
+        (json.loads(r.input_json), r.tenant_id) for r in by_id
+    ]
