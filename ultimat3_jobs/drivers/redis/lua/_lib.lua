@@ -93,16 +93,24 @@ local function new_batch()
     return {order = {}, ops = {}, left_running = {}, counts = {}, count_order = {}}
 end
 
-local function index(batch, command, key, ...)
-    if batch == nil then return redis.call(command, key, ...) end
-    local op = command .. ' ' .. key
-    local members = batch.ops[op]
+local function index(batch, command, key, a, b)
+    if batch == nil then
+        if b == nil then return redis.call(command, key, a) end
+        return redis.call(command, key, a, b)
+    end
+    local by_key = batch.ops[command]
+    if by_key == nil then
+        by_key = {}
+        batch.ops[command] = by_key
+    end
+    local members = by_key[key]
     if members == nil then
         members = {}
-        batch.ops[op] = members
-        batch.order[#batch.order + 1] = {command, key, op}
+        by_key[key] = members
+        batch.order[#batch.order + 1] = {command, key, members}
     end
-    for _, value in ipairs({...}) do members[#members + 1] = value end
+    members[#members + 1] = a
+    if b ~= nil then members[#members + 1] = b end
 end
 
 -- A variadic command on `key` over a long list, a thousand arguments a call (an even count,
@@ -403,7 +411,7 @@ end
 -- jobs that left running (none held any, in one EXISTS, is the usual answer), its counters.
 local function flush(batch)
     for _, entry in ipairs(batch.order) do
-        each_thousand(entry[1], entry[2], batch.ops[entry[3]])
+        each_thousand(entry[1], entry[2], entry[3])
     end
     local left = batch.left_running
     for i = 1, #left, 1000 do
@@ -466,20 +474,22 @@ local function enqueue_one(a, at, now)
         if holder then return 'deduped', holder, false end
     end
     local due = at_or_after(run_at, delay, now)
-    redis.call('HSET', k, 'name', name, 'queue', queue, 'state', 'queued',
-        'priority', priority, 'run_at', fmt(due), 'input', input, 'attempt', 0,
-        'max_attempts', max_attempts, 'errors', '[]', 'created_at', fmt(now),
-        'body_pending', 0)
-    if key then redis.call('HSET', k, 'key', key) end
-    if tenant then redis.call('HSET', k, 'tenant', tenant) end
-    if by then redis.call('HSET', k, 'enqueued_by', by) end
-    if lease then redis.call('HSET', k, 'lease_seconds', lease) end
-    if trace then redis.call('HSET', k, 'traceparent', trace) end
+    local fields = {'name', name, 'queue', queue, 'priority', priority, 'run_at', fmt(due),
+        'input', input, 'attempt', 0, 'max_attempts', max_attempts, 'errors', '[]',
+        'created_at', fmt(now), 'body_pending', 0}
+    local optional = {'key', key, 'tenant', tenant, 'enqueued_by', by, 'lease_seconds', lease,
+        'traceparent', trace}
+    for i = 1, 9, 2 do
+        if optional[i + 1] then
+            fields[#fields + 1] = optional[i]
+            fields[#fields + 1] = optional[i + 1]
+        end
+    end
     redis.call('ZADD', B .. ':jobs', now, id)
     redis.call('SADD', B .. ':queues', queue)
     redis.call('SADD', B .. ':names', name)
     move(id, nil, 'queued', {name = name, queue = queue, priority = priority, run_at = due,
-        key = key}, now)
+        key = key}, now, nil, fields)
     local by_request = run_at == nil and (delay == nil or tonumber(delay) == 0)
     return 'created', id, by_request
 end
