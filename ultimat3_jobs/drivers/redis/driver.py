@@ -90,6 +90,11 @@ class RedisDriver(
     # -- jobs -------------------------------------------------------------------------------
 
     def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+        return self._ack_many(items)
+
+    def _ack_many(self, items: Sequence[AckItem | SettleItem]) -> set[uuid.UUID]:
+        """Ack ``items`` (acks, or the completions of a settle, as they are): their values
+        checked first, then one script."""
         if not items:
             return set()
         args: list[str] = [str(len(items))]
@@ -166,8 +171,8 @@ class RedisDriver(
 
     def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
         """Every value is checked before anything is written (a refused one fails the whole
-        call, nothing lands): the failures' here, the completions' by ``job_ack_many`` before
-        its script runs; then the completions go in one script and each failure in its own
+        call, nothing lands): the failures' here, the completions' by ``_ack_many`` before its
+        script runs; then the completions go in one script and each failure in its own
         (each script atomic, each fenced by its claim token)."""
         for item in items:
             check_settle_action(item.action)
@@ -175,17 +180,7 @@ class RedisDriver(
                 codec.check_json(item.progress_json or "null", "progress")
                 if item.error is not None and item.action != "drop":
                     codec.error_entry(item.error.as_json())
-        acks = [
-            AckItem(
-                job_id=item.job_id,
-                claim_token=item.claim_token,
-                result_json=item.result_json,
-                progress_json=item.progress_json,
-            )
-            for item in items
-            if item.action == "complete"
-        ]
-        landed = self.job_ack_many(items=acks) if acks else set()
+        landed = self._ack_many([item for item in items if item.action == "complete"])
         for item in items:
             if item.action != "complete" and self.job_nack(
                 job_id=item.job_id,
