@@ -90,7 +90,7 @@ end
 -- and the counters to add. A script passes a batch only where it reads no index key between a
 -- held write and the flush, and never both adds and removes one member of one key in it.
 local function new_batch()
-    return {order = {}, ops = {}, left_running = {}, counts = {}, count_order = {}}
+    return {order = {}, ops = {}, left_running = {}, counts = {}, count_order = {}, paused = {}}
 end
 
 local function index(batch, command, key, a, b)
@@ -171,22 +171,33 @@ local function ready_score(priority, run_at)
 end
 
 -- Put a queued job where the claim finds it: held (its name paused), ready (due), or delayed
--- (due later; a claim promotes it). `fresh`: a new job, in none of these yet.
-local function place(id, queue, name, priority, run_at, now, fresh)
-    redis.call('ZADD', B .. ':queued:' .. queue, run_at, id)
+-- (due later; a claim promotes it). `fresh`: a new job, in none of these yet. With a batch,
+-- the index writes wait for its flush and each name's pause is read once.
+local function place(id, queue, name, priority, run_at, now, fresh, batch)
+    index(batch, 'ZADD', B .. ':queued:' .. queue, run_at, id)
     local ready, delayed = B .. ':ready:' .. queue, B .. ':delayed:' .. queue
-    if is_paused('job', name) then
-        if not fresh then
-            redis.call('ZREM', ready, id)
-            redis.call('ZREM', delayed, id)
+    local paused
+    if batch then
+        paused = batch.paused[name]
+        if paused == nil then
+            paused = is_paused('job', name)
+            batch.paused[name] = paused
         end
-        redis.call('SADD', B .. ':held:' .. name, id)
-    elseif run_at <= now then
-        redis.call('ZADD', ready, ready_score(priority, run_at), id)
-        if not fresh then redis.call('ZREM', delayed, id) end
     else
-        if not fresh then redis.call('ZREM', ready, id) end
-        redis.call('ZADD', delayed, run_at, id)
+        paused = is_paused('job', name)
+    end
+    if paused then
+        if not fresh then
+            index(batch, 'ZREM', ready, id)
+            index(batch, 'ZREM', delayed, id)
+        end
+        index(batch, 'SADD', B .. ':held:' .. name, id)
+    elseif run_at <= now then
+        index(batch, 'ZADD', ready, ready_score(priority, run_at), id)
+        if not fresh then index(batch, 'ZREM', delayed, id) end
+    else
+        if not fresh then index(batch, 'ZREM', ready, id) end
+        index(batch, 'ZADD', delayed, run_at, id)
     end
 end
 
@@ -397,7 +408,7 @@ local function move(id, from, to, row, now, batch, fields)
         redis.call('HSET', B .. ':keys', field, id)
     end
     if to == 'queued' then
-        place(id, row.queue, row.name, row.priority, row.run_at, now, from == nil)
+        place(id, row.queue, row.name, row.priority, row.run_at, now, from == nil, batch)
     elseif to == 'running' then
         index(batch, 'ZADD', B .. ':running', row.lease_expires_at, id)
     else
@@ -462,7 +473,7 @@ end
 -- id and whether the job is due now by request (no run_at, no delay): the wake rule.
 local ENQUEUE_FIELDS = 13
 
-local function enqueue_one(a, at, now)
+local function enqueue_one(a, at, now, batch)
     local id, name, queue = a[at], a[at + 1], a[at + 2]
     local priority, run_at, delay = tonumber(a[at + 3]), opt(a[at + 4]), opt(a[at + 5])
     local input, key, tenant, by = a[at + 6], opt(a[at + 7]), opt(a[at + 8]), opt(a[at + 9])
@@ -485,11 +496,11 @@ local function enqueue_one(a, at, now)
             fields[#fields + 1] = optional[i + 1]
         end
     end
-    redis.call('ZADD', B .. ':jobs', now, id)
-    redis.call('SADD', B .. ':queues', queue)
-    redis.call('SADD', B .. ':names', name)
+    index(batch, 'ZADD', B .. ':jobs', now, id)
+    index(batch, 'SADD', B .. ':queues', queue)
+    index(batch, 'SADD', B .. ':names', name)
     move(id, nil, 'queued', {name = name, queue = queue, priority = priority, run_at = due,
-        key = key}, now, nil, fields)
+        key = key}, now, batch, fields)
     local by_request = run_at == nil and (delay == nil or tonumber(delay) == 0)
     return 'created', id, by_request
 end
