@@ -1,18 +1,22 @@
 """The worker's small parts, without a database: an attempt's begin rule, the pool's idle
-count, the idle backoff's due times."""
+count, the idle backoff's due times, an attempt freed by reference counting alone."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import uuid
+import weakref
 from datetime import UTC, datetime
 from functools import partial
 
+from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.model.context import JobContext
+from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool
-from ultimat3_jobs.runtime.worker.attempt import Attempt
+from ultimat3_jobs.runtime.worker.attempt import Attempt, attempt_for
 from ultimat3_jobs.types import ClaimedJob
 
 
@@ -84,3 +88,24 @@ def test_a_due_time_sooner_than_the_wait_cuts_it() -> None:
     assert backoff.next(looked_at=now) <= 0.5
     # A look that began once it was due has seen it: the waits are the backoff's again.
     assert backoff.next(looked_at=now + 0.6) == 8.0
+
+
+def test_an_attempt_is_freed_without_the_cycle_collector() -> None:
+    """Built as the worker builds one (context, step API, progress callback), an attempt is in
+    no reference cycle: dropped, it goes at once, not at the collector's next pass."""
+    reported: list[object] = []
+    attempt = attempt_for(
+        make_attempt().job,
+        registry=registry,
+        driver=MemoryDriver(),
+        on_progress=lambda attempt, value: reported.append(value),
+    )
+    attempt.ctx.progress(1, 2)
+    assert reported == [{"current": 1, "total": 2}]
+    gone = weakref.ref(attempt)
+    gc.disable()
+    try:
+        del attempt
+        assert gone() is None
+    finally:
+        gc.enable()

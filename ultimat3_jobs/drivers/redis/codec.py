@@ -32,9 +32,15 @@ from ultimat3_jobs.types import (
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-__all__ = ["check_json", "error_entry"]
+_VALID_JSON = frozenset({"null", "{}", "[]", "true", "false"})
+"""Texts jsonb takes as they are: the usual results and progress values skip the parse."""
 
-check_json = _check_json
+
+def check_json(text: str, column: str) -> None:
+    """Refuse JSON text jsonb would refuse (``StoreRefused``), as the memory driver does."""
+    if isinstance(text, str) and text in _VALID_JSON:
+        return
+    _check_json(text, column)
 
 
 def text(value: bytes | str | None) -> str | None:
@@ -168,23 +174,34 @@ def job_summary(row: Mapping[str, str]) -> JobSummary:
     )
 
 
-def claimed_job(answer: Sequence[Any]) -> ClaimedJob:
-    (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, lease,
-     created, traceparent) = answer  # fmt: skip
-    return ClaimedJob(
-        id=uuid.UUID(text(job_id)),
-        name=str(text(name)),
-        queue=str(text(queue)),
-        input=decode_json(text(input_json)),
-        attempt=int(attempt),
-        max_attempts=int(max_attempts),
-        claim_token=uuid.UUID(text(token)),
-        priority=int(priority),
-        tenant_id=text(tenant),
-        lease_expires_at=moment(lease),  # type: ignore[arg-type]
-        enqueued_at=moment(created),  # type: ignore[arg-type]
-        traceparent=text(traceparent),
-    )
+def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
+    """The jobs a claim answered. The jobs of one claim share their lease's end and, enqueued
+    together, their enqueue time: each distinct time is read once."""
+    moments: dict[Any, datetime | None] = {}
+    claimed = []
+    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, lease,
+         created, traceparent) in answer:  # fmt: skip
+        if (lease_at := moments.get(lease)) is None:
+            lease_at = moments[lease] = moment(lease)
+        if (enqueued_at := moments.get(created)) is None:
+            enqueued_at = moments[created] = moment(created)
+        claimed.append(
+            ClaimedJob(
+                id=uuid.UUID(text(job_id)),
+                name=str(text(name)),
+                queue=str(text(queue)),
+                input=decode_json(text(input_json)),
+                attempt=int(attempt),
+                max_attempts=int(max_attempts),
+                claim_token=uuid.UUID(text(token)),
+                priority=int(priority),
+                tenant_id=text(tenant),
+                lease_expires_at=lease_at,  # type: ignore[arg-type]
+                enqueued_at=enqueued_at,  # type: ignore[arg-type]
+                traceparent=text(traceparent),
+            )
+        )
+    return claimed
 
 
 def worker_record(answer: Sequence[Any]) -> WorkerRecord:

@@ -13,6 +13,7 @@ store's and event bus's (``steps.py``), the lease store (``leases.py``), the ret
 
 from __future__ import annotations
 
+import os
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -89,6 +90,11 @@ class RedisDriver(
     # -- jobs -------------------------------------------------------------------------------
 
     def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+        return self._ack_many(items)
+
+    def _ack_many(self, items: Sequence[AckItem | SettleItem]) -> set[uuid.UUID]:
+        """Ack ``items`` (acks, or the completions of a settle, as they are): their values
+        checked first, then one script."""
         if not items:
             return set()
         args: list[str] = [str(len(items))]
@@ -97,7 +103,8 @@ class RedisDriver(
             codec.check_json(item.progress_json or "null", "progress")
             args += [str(item.job_id), str(item.claim_token), item.result_json]
             args.append(codec.optional(item.progress_json))
-        landed = set(codec.ids(self._run("job_ack_many", args)))
+        # The script answers the positions of the items that landed: no id is parsed back.
+        landed = {items[int(position) - 1].job_id for position in self._run("job_ack_many", args)}
         for item in items:
             if item.job_id not in landed:
                 log_unowned("ack", item.job_id, item.claim_token)
@@ -109,10 +116,11 @@ class RedisDriver(
         names = check_claim_queues(queues)
         if limit <= 0:
             return []
-        tokens = [str(uuid.uuid4()) for _ in range(limit)]
+        # The claim tokens: 16 random bytes per job asked for, in one read and one argument (the
+        # script makes the i-th job's version 4 UUID of the i-th 16).
+        random = os.urandom(16 * limit).hex()
         args = [worker_id, repr(float(lease_seconds)), str(limit), str(len(names))]
-        answer = self._run("job_claim", [*args, *names, *tokens])
-        return [codec.claimed_job(row) for row in answer]
+        return codec.claimed_jobs(self._run("job_claim", [*args, *names, random]))
 
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         codec.check_request(request)
@@ -163,8 +171,8 @@ class RedisDriver(
 
     def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
         """Every value is checked before anything is written (a refused one fails the whole
-        call, nothing lands): the failures' here, the completions' by ``job_ack_many`` before
-        its script runs; then the completions go in one script and each failure in its own
+        call, nothing lands): the failures' here, the completions' by ``_ack_many`` before its
+        script runs; then the completions go in one script and each failure in its own
         (each script atomic, each fenced by its claim token)."""
         for item in items:
             check_settle_action(item.action)
@@ -172,17 +180,7 @@ class RedisDriver(
                 codec.check_json(item.progress_json or "null", "progress")
                 if item.error is not None and item.action != "drop":
                     codec.error_entry(item.error.as_json())
-        acks = [
-            AckItem(
-                job_id=item.job_id,
-                claim_token=item.claim_token,
-                result_json=item.result_json,
-                progress_json=item.progress_json,
-            )
-            for item in items
-            if item.action == "complete"
-        ]
-        landed = self.job_ack_many(items=acks) if acks else set()
+        landed = self._ack_many([item for item in items if item.action == "complete"])
         for item in items:
             if item.action != "complete" and self.job_nack(
                 job_id=item.job_id,

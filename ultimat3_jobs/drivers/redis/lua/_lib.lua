@@ -11,11 +11,13 @@
 --                           started_at finished_at body_pending (times: integer microseconds
 --                           since the epoch, read from Redis TIME; a missing field is null)
 --   B:jobs           ZSET   every job by created_at (job_list walks it newest first)
---   B:queued:<q>     ZSET   the queue's queued jobs by run_at (stats, promotion)
+--   B:queued:<q>     ZSET   the queue's queued jobs by run_at (stats)
 --   B:ready:<q>      ZSET   its due jobs in claim order: score (100 - priority) * 1e13 + run_at
 --                           in ms, ties by id
---   B:promoted       HASH   per queue, the time up to which B:queued:<q> was promoted to ready
+--   B:delayed:<q>    ZSET   its queued jobs not due when placed, by run_at (a claim promotes
+--                           the ones fallen due to ready)
 --   B:held:<n>       SET    queued jobs of a paused job name, out of every ready set
+--                           (a queued job is in exactly one of ready, delayed, held)
 --   B:running        ZSET   running jobs by lease_expires_at (the rescue's order)
 --   B:done:<s>:<n>   ZSET   finished jobs of state <s> and name <n> by created_at
 --   B:keys           HASH   the live (queued, running) job of each name and idempotency key
@@ -82,6 +84,43 @@ local function opt(text)
     return string.sub(text, 2)
 end
 
+-- Index writes held back within one script: a batch collects, per index key and command
+-- (ZADD, ZREM, SADD, SREM), the members written, and `flush` sends each as one variadic command;
+-- it also collects the jobs that left running (their concurrency slots are freed at the flush)
+-- and the counters to add. A script passes a batch only where it reads no index key between a
+-- held write and the flush, and never both adds and removes one member of one key in it.
+local function new_batch()
+    return {order = {}, ops = {}, left_running = {}, counts = {}, count_order = {}, paused = {}}
+end
+
+local function index(batch, command, key, a, b)
+    if batch == nil then
+        if b == nil then return redis.call(command, key, a) end
+        return redis.call(command, key, a, b)
+    end
+    local by_key = batch.ops[command]
+    if by_key == nil then
+        by_key = {}
+        batch.ops[command] = by_key
+    end
+    local members = by_key[key]
+    if members == nil then
+        members = {}
+        by_key[key] = members
+        batch.order[#batch.order + 1] = {command, key, members}
+    end
+    members[#members + 1] = a
+    if b ~= nil then members[#members + 1] = b end
+end
+
+-- A variadic command on `key` over a long list, a thousand arguments a call (an even count,
+-- so ZADD's score and member pairs stay whole).
+local function each_thousand(command, key, args)
+    for i = 1, #args, 1000 do
+        redis.call(command, key, unpack(args, i, math.min(i + 999, #args)))
+    end
+end
+
 local function jkey(id) return B .. ':job:' .. id end
 local function skey(id) return B .. ':steps:' .. id end
 
@@ -131,40 +170,51 @@ local function ready_score(priority, run_at)
     return (100 - priority) * PRIORITY_SPAN + math.floor(run_at / 1000)
 end
 
--- Put a queued job where the claim finds it: held (its name paused), ready (due), or only in
--- its queue's run_at order (due later; a claim promotes it).
-local function place(id, queue, name, priority, run_at, now)
-    redis.call('ZADD', B .. ':queued:' .. queue, run_at, id)
-    if is_paused('job', name) then
-        redis.call('ZREM', B .. ':ready:' .. queue, id)
-        redis.call('SADD', B .. ':held:' .. name, id)
-    elseif run_at <= now then
-        redis.call('ZADD', B .. ':ready:' .. queue, ready_score(priority, run_at), id)
+-- Put a queued job where the claim finds it: held (its name paused), ready (due), or delayed
+-- (due later; a claim promotes it). `fresh`: a new job, in none of these yet. With a batch,
+-- the index writes wait for its flush and each name's pause is read once.
+local function place(id, queue, name, priority, run_at, now, fresh, batch)
+    index(batch, 'ZADD', B .. ':queued:' .. queue, run_at, id)
+    local ready, delayed = B .. ':ready:' .. queue, B .. ':delayed:' .. queue
+    local paused
+    if batch then
+        paused = batch.paused[name]
+        if paused == nil then
+            paused = is_paused('job', name)
+            batch.paused[name] = paused
+        end
     else
-        redis.call('ZREM', B .. ':ready:' .. queue, id)
+        paused = is_paused('job', name)
+    end
+    if paused then
+        if not fresh then
+            index(batch, 'ZREM', ready, id)
+            index(batch, 'ZREM', delayed, id)
+        end
+        index(batch, 'SADD', B .. ':held:' .. name, id)
+    elseif run_at <= now then
+        index(batch, 'ZADD', ready, ready_score(priority, run_at), id)
+        if not fresh then index(batch, 'ZREM', delayed, id) end
+    else
+        if not fresh then index(batch, 'ZREM', ready, id) end
+        index(batch, 'ZADD', delayed, run_at, id)
     end
 end
 
-local function unplace(id, queue, name)
-    redis.call('ZREM', B .. ':queued:' .. queue, id)
-    redis.call('ZREM', B .. ':ready:' .. queue, id)
-    redis.call('SREM', B .. ':held:' .. name, id)
+local function unplace(id, queue, name, batch)
+    index(batch, 'ZREM', B .. ':queued:' .. queue, id)
+    index(batch, 'ZREM', B .. ':ready:' .. queue, id)
+    index(batch, 'ZREM', B .. ':delayed:' .. queue, id)
+    index(batch, 'SREM', B .. ':held:' .. name, id)
 end
 
--- Move the queue's jobs that fell due since the last promotion into its ready set.
+-- Move the queue's delayed jobs that fell due into its ready set (or held).
 local function promote(queue, now)
-    local since = redis.call('HGET', B .. ':promoted', queue)
-    local low = '-inf'
-    if since then
-        if tonumber(since) >= now then return end
-        low = '(' .. since
-    end
-    local due = redis.call('ZRANGEBYSCORE', B .. ':queued:' .. queue, low, fmt(now))
+    local due = redis.call('ZRANGEBYSCORE', B .. ':delayed:' .. queue, '-inf', fmt(now))
     for _, id in ipairs(due) do
         local row = redis.call('HMGET', jkey(id), 'name', 'priority', 'run_at')
         place(id, queue, row[1], tonumber(row[2]), tonumber(row[3]), now)
     end
-    redis.call('HSET', B .. ':promoted', queue, fmt(now))
 end
 
 -- Walk a queue's ready set in claim order, moving the jobs of paused names to their held
@@ -207,11 +257,22 @@ end
 local COUNTED = {completed = true, retried = true, dead = true, dropped = true,
     refused = true, cancelled = true}
 
-local function count(name, now, outcome)
+-- Count one outcome of job name `name` in its minute (with a batch: at its flush).
+local function count(name, now, outcome, batch)
     assert(COUNTED[outcome], 'unknown counter ' .. outcome)
-    local bucket = math.floor(now / 60000000) * 60
-    redis.call('HINCRBY', B .. ':counters:minute', fmt(bucket) .. '\t' .. outcome .. '\t' .. name, 1)
-    redis.call('ZADD', B .. ':counter_rows:minute', fmt(bucket), fmt(bucket) .. '\t' .. name)
+    local bucket = fmt(math.floor(now / 60000000) * 60)
+    local field = bucket .. '\t' .. outcome .. '\t' .. name
+    if batch == nil then
+        redis.call('HINCRBY', B .. ':counters:minute', field, 1)
+        redis.call('ZADD', B .. ':counter_rows:minute', bucket, bucket .. '\t' .. name)
+        return
+    end
+    local counts = batch.counts
+    if counts[field] == nil then
+        counts[field] = 0
+        batch.count_order[#batch.count_order + 1] = {field, bucket, bucket .. '\t' .. name}
+    end
+    counts[field] = counts[field] + 1
 end
 
 -- A lease row (B:lease:<k>) as a table, and back.
@@ -317,17 +378,19 @@ local FINISHED = {completed = true, failed = true, cancelled = true}
 
 -- Change a job's state (to = nil deletes it), keeping every index in step. `row` holds the
 -- job's name, queue, priority, run_at, key, created_at and lease_expires_at as they are to be
--- after the move; the caller writes the other fields.
-local function move(id, from, to, row, now)
+-- after the move; `fields` (optional: field, value, ...) are written with the state, the caller
+-- writes any other. With a `batch` (new_batch) the index writes wait for its flush.
+local function move(id, from, to, row, now, batch, fields)
     local k = jkey(id)
     if from == 'queued' then
-        unplace(id, row.queue, row.name)
+        unplace(id, row.queue, row.name, batch)
     elseif from == 'running' then
-        redis.call('ZREM', B .. ':running', id)
-        slots_free(id, nil)  -- limits: the run's concurrency slots go with it
+        index(batch, 'ZREM', B .. ':running', id)
+        -- limits: the run's concurrency slots go with it
+        if batch then batch.left_running[#batch.left_running + 1] = id else slots_free(id, nil) end
     elseif FINISHED[from] then
-        redis.call('ZREM', B .. ':done:' .. from .. ':' .. row.name, id)
-        redis.call('ZREM', B .. ':finished:' .. from, id)
+        index(batch, 'ZREM', B .. ':done:' .. from .. ':' .. row.name, id)
+        index(batch, 'ZREM', B .. ':finished:' .. from, id)
     end
     local field = row.key and live_field(row.name, row.key)
     local was_live, is_live = LIVE[from] or false, (to and LIVE[to]) or false
@@ -340,18 +403,38 @@ local function move(id, from, to, row, now)
         redis.call('ZREM', B .. ':jobs', id)
         return
     end
-    redis.call('HSET', k, 'state', to)
+    redis.call('HSET', k, 'state', to, unpack(fields or {}))
     if field and is_live and not was_live then
         redis.call('HSET', B .. ':keys', field, id)
     end
     if to == 'queued' then
-        place(id, row.queue, row.name, row.priority, row.run_at, now)
+        place(id, row.queue, row.name, row.priority, row.run_at, now, from == nil, batch)
     elseif to == 'running' then
-        redis.call('ZADD', B .. ':running', row.lease_expires_at, id)
+        index(batch, 'ZADD', B .. ':running', row.lease_expires_at, id)
     else
         -- every move to a finished state writes finished_at = now
-        redis.call('ZADD', B .. ':done:' .. to .. ':' .. row.name, row.created_at, id)
-        redis.call('ZADD', B .. ':finished:' .. to, now, id)
+        index(batch, 'ZADD', B .. ':done:' .. to .. ':' .. row.name, row.created_at, id)
+        index(batch, 'ZADD', B .. ':finished:' .. to, now, id)
+    end
+end
+
+-- Send what a batch held back: its index writes, the freeing of the concurrency slots of the
+-- jobs that left running (none held any, in one EXISTS, is the usual answer), its counters.
+local function flush(batch)
+    for _, entry in ipairs(batch.order) do
+        each_thousand(entry[1], entry[2], entry[3])
+    end
+    local left = batch.left_running
+    for i = 1, #left, 1000 do
+        local keys = {}
+        for j = i, math.min(i + 999, #left) do keys[#keys + 1] = B .. ':slots:' .. left[j] end
+        if redis.call('EXISTS', unpack(keys)) > 0 then
+            for j = i, math.min(i + 999, #left) do slots_free(left[j], nil) end
+        end
+    end
+    for _, entry in ipairs(batch.count_order) do
+        redis.call('HINCRBY', B .. ':counters:minute', entry[1], batch.counts[entry[1]])
+        redis.call('ZADD', B .. ':counter_rows:minute', entry[2], entry[3])
     end
 end
 
@@ -390,7 +473,7 @@ end
 -- id and whether the job is due now by request (no run_at, no delay): the wake rule.
 local ENQUEUE_FIELDS = 13
 
-local function enqueue_one(a, at, now)
+local function enqueue_one(a, at, now, batch)
     local id, name, queue = a[at], a[at + 1], a[at + 2]
     local priority, run_at, delay = tonumber(a[at + 3]), opt(a[at + 4]), opt(a[at + 5])
     local input, key, tenant, by = a[at + 6], opt(a[at + 7]), opt(a[at + 8]), opt(a[at + 9])
@@ -402,20 +485,22 @@ local function enqueue_one(a, at, now)
         if holder then return 'deduped', holder, false end
     end
     local due = at_or_after(run_at, delay, now)
-    redis.call('HSET', k, 'name', name, 'queue', queue, 'state', 'queued',
-        'priority', priority, 'run_at', fmt(due), 'input', input, 'attempt', 0,
-        'max_attempts', max_attempts, 'errors', '[]', 'created_at', fmt(now),
-        'body_pending', 0)
-    if key then redis.call('HSET', k, 'key', key) end
-    if tenant then redis.call('HSET', k, 'tenant', tenant) end
-    if by then redis.call('HSET', k, 'enqueued_by', by) end
-    if lease then redis.call('HSET', k, 'lease_seconds', lease) end
-    if trace then redis.call('HSET', k, 'traceparent', trace) end
-    redis.call('ZADD', B .. ':jobs', now, id)
-    redis.call('SADD', B .. ':queues', queue)
-    redis.call('SADD', B .. ':names', name)
+    local fields = {'name', name, 'queue', queue, 'priority', priority, 'run_at', fmt(due),
+        'input', input, 'attempt', 0, 'max_attempts', max_attempts, 'errors', '[]',
+        'created_at', fmt(now), 'body_pending', 0}
+    local optional = {'key', key, 'tenant', tenant, 'enqueued_by', by, 'lease_seconds', lease,
+        'traceparent', trace}
+    for i = 1, 9, 2 do
+        if optional[i + 1] then
+            fields[#fields + 1] = optional[i]
+            fields[#fields + 1] = optional[i + 1]
+        end
+    end
+    index(batch, 'ZADD', B .. ':jobs', now, id)
+    index(batch, 'SADD', B .. ':queues', queue)
+    index(batch, 'SADD', B .. ':names', name)
     move(id, nil, 'queued', {name = name, queue = queue, priority = priority, run_at = due,
-        key = key}, now)
+        key = key}, now, batch, fields)
     local by_request = run_at == nil and (delay == nil or tonumber(delay) == 0)
     return 'created', id, by_request
 end

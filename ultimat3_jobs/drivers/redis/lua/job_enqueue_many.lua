@@ -7,11 +7,16 @@
 local now = now_us()
 local n = tonumber(ARGV[1])
 local answers, woken = {}, {}
+-- The jobs' index entries go in one command per key at the end (the batch): nothing here
+-- reads them, and a job's hash and its live key are written at once, so a repeated id or key
+-- still dedupes to its first job.
+local batch = new_batch()
 for i = 0, n - 1 do
     local at = 2 + i * ENQUEUE_FIELDS
-    local status, id, due_now = enqueue_one(ARGV, at, now)
+    local status, id, due_now = enqueue_one(ARGV, at, now, batch)
     if status == 'created' and due_now then woken[ARGV[at + 2]] = true end
     answers[#answers + 1] = {status, id}
 end
+flush(batch)
 wake(woken)
 return answers
