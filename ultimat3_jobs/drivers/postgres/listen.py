@@ -85,10 +85,11 @@ class QueueListener:
         # so that on_wake may itself close the subscription.
         self._deliver_lock = threading.RLock()
         self._closed = False
-        # The thread's wait for notifications also watches the first socket of this pair;
-        # close() writes to the second, so that stopping never waits out a poll.
+        # The thread's wait for notifications also watches the reading end of a socket pair;
+        # close() writes to its other end, so that stopping never waits out a poll.
         self._interrupt_lock = threading.Lock()
-        self._interrupt: tuple[socket.socket, socket.socket] | None = None
+        self._interrupt_reader: socket.socket | None = None
+        self._interrupt_writer: socket.socket | None = None
         self._thread = threading.Thread(target=self._run, name=LISTEN_APPLICATION_NAME, daemon=True)
 
     @property
@@ -111,27 +112,27 @@ class QueueListener:
             self._closed = True
         self._live.clear()
         with self._interrupt_lock:
-            if self._interrupt is not None:
+            if self._interrupt_writer is not None:
                 # Full or failing: the thread is awake already, or gone.
                 with contextlib.suppress(OSError):
-                    self._interrupt[1].send(b"\0")
+                    self._interrupt_writer.send(b"\0")
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=JOIN_SECONDS)
 
     # -- the thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
-        pair = socket.socketpair()
-        for end in pair:
+        reader, writer = socket.socketpair()
+        for end in (reader, writer):
             end.setblocking(False)
         with self._interrupt_lock:
-            self._interrupt = pair
+            self._interrupt_reader, self._interrupt_writer = reader, writer
         try:
             self._listen()
         finally:
             with self._interrupt_lock:
-                self._interrupt = None
-            for end in pair:
+                self._interrupt_reader = self._interrupt_writer = None
+            for end in (reader, writer):
                 end.close()
 
     def _listen(self) -> None:
@@ -161,8 +162,8 @@ class QueueListener:
         (raises)."""
         with selectors.DefaultSelector() as arrivals:
             arrivals.register(conn.fileno(), selectors.EVENT_READ)
-            if self._interrupt is not None:
-                arrivals.register(self._interrupt[0], selectors.EVENT_READ)
+            if self._interrupt_reader is not None:
+                arrivals.register(self._interrupt_reader, selectors.EVENT_READ)
             self._serve_until_stopped(conn, arrivals)
 
     def _serve_until_stopped(
