@@ -1003,7 +1003,8 @@ creates it when missing, migrates it with `python -m django migrate --settings b
 empties `x_jobs`, `x_job_steps`, `x_job_counters`, `x_job_workers` and `x_job_leases` before
 each phase.
 `bench/settings.py` is the test settings pointed at that database, with `CONN_MAX_AGE` 600,
-`DEBUG` off and `WORKER_CONCURRENCY` 32; every other `ULTIMAT3_JOBS` key keeps its default.
+`DEBUG` off, no Redis cache alias and `WORKER_CONCURRENCY` 32; every other `ULTIMAT3_JOBS` key
+keeps its default.
 Workers run as `python -m django jobs_worker --settings bench.settings ...` subprocesses. The
 phases, in order (`--phases` picks some, comma-separated):
 {", ".join(f"`{phase}`" for phase in PHASES)}.

@@ -20,6 +20,10 @@ _database["NAME"] = os.environ.get("ULTIMAT3_BENCH_DATABASE") or BENCH_DATABASE_
 _database["CONN_MAX_AGE"] = 600
 
 DATABASES = {"default": _database}
+# Not the test suite's django-redis alias: nothing here uses it, and the system checks every
+# command runs first build each cache (importing redis), a start-up a PostgreSQL-only
+# deployment does not pay. ``bench/settings_redis.py`` names the caches of its own.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 DEBUG = False
 
 # Throughput settings a user would choose for short jobs; everything else keeps its default

@@ -156,6 +156,16 @@ def test_closed_listener_stops_its_thread_and_hears_nothing(subscribe: Any) -> N
     assert closed_wakes.queues == []
 
 
+def test_close_cuts_the_wait_for_notifications_short(
+    subscribe: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wait far longer than close() joins for: the thread stops only if close() wakes it.
+    monkeypatch.setattr(listen, "POLL_SECONDS", 3600.0)
+    listener, _ = subscribe()
+    listener.close()
+    assert not listener.thread.is_alive()
+
+
 def test_close_from_inside_on_wake_does_not_deadlock(subscribe: Any) -> None:
     done = threading.Event()
     holder: list[QueueListener] = []

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from django.core.management import call_command
 
-from ultimat3_jobs.management.commands import jobs_relay, jobs_scheduler
+from ultimat3_jobs.management.commands import jobs_relay, jobs_scheduler, jobs_worker
 from ultimat3_jobs.management.commands.jobs_worker import loop_command
 
 
@@ -51,3 +51,18 @@ def test_a_loop_command_runs_the_loop_with_its_id_and_exits_with_its_code() -> N
     assert stopped.value.code == 3
     assert seen == [None, "failing"]
     assert logging.getLogger("ultimat3_jobs").level == logging.INFO
+
+
+def test_the_worker_supervisor_starts_its_children_without_repeating_the_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[list[str]] = []
+
+    def supervise(argv: list[str], **options: object) -> int:
+        seen.append(list(argv))
+        return 0
+
+    monkeypatch.setattr(jobs_worker, "supervise", supervise)
+    monkeypatch.setattr(jobs_worker, "child_argv", lambda: ["python", "manage.py", "jobs_worker"])
+    call_command("jobs_worker", "--processes", "2", "--burst")
+    assert seen == [["python", "manage.py", "jobs_worker", "--skip-checks"]]

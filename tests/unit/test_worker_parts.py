@@ -80,6 +80,31 @@ def test_the_pool_counts_a_thread_busy_until_its_callable_returns() -> None:
         pool.shutdown(timeout=5)
 
 
+def test_the_pool_starts_a_thread_only_when_no_idle_one_can_take_the_callable() -> None:
+    pool = BodyPool(4, name="test-lazy-pool")
+
+    def threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("test-lazy-pool")]
+
+    release = threading.Event()
+    together = threading.Barrier(4)  # three callables running at once, and this test
+    try:
+        assert threads() == []  # nothing submitted, nothing started
+        pool.submit(lambda: None).result(5)
+        pool.submit(lambda: None).result(5)
+        assert len(threads()) == 1  # the first one's thread, idle again, took it
+        held = [pool.submit(lambda: (together.wait(10), release.wait(10))) for _ in range(3)]
+        together.wait(10)
+        assert len(threads()) == 3
+        held += [pool.submit(release.wait, 10) for _ in range(3)]
+        assert len(threads()) == 4  # never more than the pool's size
+    finally:
+        release.set()
+        assert pool.shutdown(timeout=10) == []
+    assert all(future.done() for future in held)
+    assert threads() == []
+
+
 def test_a_due_time_sooner_than_the_wait_cuts_it() -> None:
     backoff = IdleBackoff(floor=8.0, ceiling=8.0, ceiling_with_wake=8.0)
     now = time.monotonic()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -202,6 +203,29 @@ def test_burst_exits_once_nothing_is_due(make_worker) -> None:
     assert not running.thread.is_alive()
     assert running.code == 0
     assert finished(*[r.id for r in results])
+
+
+class CountingSubscriptions(PostgresDriver):
+    """The PostgreSQL driver, counting its wake subscriptions."""
+
+    subscriptions = 0
+
+    def wake_subscribe(self, **options: Any) -> Any:
+        self.subscriptions += 1
+        return super().wake_subscribe(**options)
+
+
+def test_a_burst_worker_that_finds_nothing_due_opens_no_wake(make_worker) -> None:
+    driver = CountingSubscriptions()
+    running = make_worker(driver=driver, burst=True, use_wake=True)
+    running.thread.join(20)
+    assert running.code == 0
+    assert driver.subscriptions == 0  # neither its listen connection nor its probe's
+    # A worker that waits for work subscribes before its first wait.
+    driver = CountingSubscriptions()
+    running = make_worker(driver=driver, use_wake=True)
+    wait_for(lambda: running.worker.wake_live, what="the wake went live")
+    assert driver.subscriptions == 1
 
 
 def test_max_jobs_stops_the_worker_cleanly(make_worker) -> None:

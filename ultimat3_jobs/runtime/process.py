@@ -110,6 +110,7 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
     SIGTERM/SIGINT, and restart a child that exits unless stopping (or, with ``burst``, once
     it finished cleanly)."""
     stopping = threading.Event()
+    exited = threading.Event()  # a child exited (or a stop came): look at once, not at the poll
     children: dict[int, subprocess.Popen[bytes]] = {}
     restarts = dict.fromkeys(range(processes), 0)
 
@@ -117,10 +118,14 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
         command = [*argv, "--processes", "1", "--worker-id", f"{worker_id}-{index}"]
         # Its own session: a Ctrl-C or a stop sent to our process group reaches the children
         # once, through us, instead of twice (which they would take as "stop now").
-        children[index] = subprocess.Popen(command, start_new_session=True)
+        child = children[index] = subprocess.Popen(command, start_new_session=True)
+        threading.Thread(
+            target=_wait_then_set, args=(child, exited), name="jobs-child-wait", daemon=True
+        ).start()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping.set()
+        exited.set()
         for child in children.values():
             if child.poll() is None:
                 child.send_signal(signum)
@@ -130,6 +135,7 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
         for index in range(processes):
             spawn(index)
         while children:
+            exited.clear()  # before looking: an exit while we look cuts the wait below
             for index, child in list(children.items()):
                 code = child.poll()
                 if code is None:
@@ -146,11 +152,18 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
                 )
                 if not stopping.wait(delay):
                     spawn(index)
-            stopping.wait(0.2)
+            exited.wait(0.2)
         return 0
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _wait_then_set(child: subprocess.Popen[bytes], exited: threading.Event) -> None:
+    """Wait for ``child`` to exit (``poll()`` elsewhere answers ``None`` meanwhile), then
+    set ``exited``."""
+    child.wait()
+    exited.set()
 
 
 def child_argv() -> list[str]:

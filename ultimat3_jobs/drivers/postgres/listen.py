@@ -8,7 +8,10 @@ and then delivers nothing, and a session's own notifications reach it even throu
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import selectors
+import socket
 import threading
 import time
 import uuid
@@ -28,7 +31,8 @@ LISTEN_APPLICATION_NAME = "ultimat3_jobs.listen"
 PROBE_APPLICATION_NAME = "ultimat3_jobs.probe"
 
 POLL_SECONDS = 0.25
-"""How long one wait for notifications lasts; :meth:`QueueListener.close` waits at most this."""
+"""How long one wait for notifications lasts at most (:meth:`QueueListener.close` cuts it
+short)."""
 
 PROBE_TIMEOUT_SECONDS = 5.0
 PROBE_RETRY_SECONDS = 30.0
@@ -81,6 +85,11 @@ class QueueListener:
         # so that on_wake may itself close the subscription.
         self._deliver_lock = threading.RLock()
         self._closed = False
+        # The thread's wait for notifications also watches the reading end of a socket pair;
+        # close() writes to its other end, so that stopping never waits out a poll.
+        self._interrupt_lock = threading.Lock()
+        self._interrupt_reader: socket.socket | None = None
+        self._interrupt_writer: socket.socket | None = None
         self._thread = threading.Thread(target=self._run, name=LISTEN_APPLICATION_NAME, daemon=True)
 
     @property
@@ -102,12 +111,31 @@ class QueueListener:
         with self._deliver_lock:
             self._closed = True
         self._live.clear()
+        with self._interrupt_lock:
+            if self._interrupt_writer is not None:
+                # Full or failing: the thread is awake already, or gone.
+                with contextlib.suppress(OSError):
+                    self._interrupt_writer.send(b"\0")
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=JOIN_SECONDS)
 
     # -- the thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
+        reader, writer = socket.socketpair()
+        for end in (reader, writer):
+            end.setblocking(False)
+        with self._interrupt_lock:
+            self._interrupt_reader, self._interrupt_writer = reader, writer
+        try:
+            self._listen()
+        finally:
+            with self._interrupt_lock:
+                self._interrupt_reader = self._interrupt_writer = None
+            for end in (reader, writer):
+                end.close()
+
+    def _listen(self) -> None:
         loud = True
         while not self._stop.is_set():
             conn: psycopg.Connection[Any] | None = None
@@ -132,13 +160,23 @@ class QueueListener:
     def _serve(self, conn: psycopg.Connection[Any]) -> None:
         """Probe, then deliver notifications until stopped or until the connection fails
         (raises)."""
+        with selectors.DefaultSelector() as arrivals:
+            arrivals.register(conn.fileno(), selectors.EVENT_READ)
+            if self._interrupt_reader is not None:
+                arrivals.register(self._interrupt_reader, selectors.EVENT_READ)
+            self._serve_until_stopped(conn, arrivals)
+
+    def _serve_until_stopped(
+        self, conn: psycopg.Connection[Any], arrivals: selectors.BaseSelector
+    ) -> None:
         # A probe that comes back late, after a newer one was sent, still proves the path.
         tokens: deque[str] = deque(maxlen=8)
         proven = False
         warned = False
         probe_deadline = self._probe(tokens, PROBE_TIMEOUT_SECONDS)
         while not self._stop.is_set():
-            notifies = conn.notifies(timeout=POLL_SECONDS)
+            # What arrived (and what psycopg kept back), without waiting: the wait is below.
+            notifies = conn.notifies(timeout=0)
             try:
                 for notify in notifies:
                     if notify.channel == self.channel:
@@ -165,6 +203,8 @@ class QueueListener:
                         extra={"event": "jobs.wake.unproven", "database": self.database},
                     )
                 probe_deadline = self._probe(tokens, PROBE_RETRY_SECONDS)
+            # Until the server sends something, close() interrupts, or a poll passed.
+            arrivals.select(POLL_SECONDS)
 
     def _became_live(self, conn: psycopg.Connection[Any]) -> None:
         self._delay = BACKOFF_MIN_SECONDS

@@ -97,7 +97,9 @@ class Command(BaseCommand):
         worker_id = options["worker_id"] or default_worker_id()
         if options["processes"] > 1:
             code = supervise(
-                child_argv(),
+                # The system checks ran in this process, on the same settings, before handle():
+                # each child would only repeat them.
+                [*child_argv(), "--skip-checks"],
                 processes=options["processes"],
                 worker_id=worker_id,
                 burst=options["burst"],

@@ -1,6 +1,6 @@
 """``BodyPool``: the threads job bodies (and settle hooks) run on.
 
-A small fixed pool rather than ``ThreadPoolExecutor`` for one reason: a thread that ends closes
+A small pool of its own rather than ``ThreadPoolExecutor`` for one reason: a thread that ends closes
 the database connections it opened, as Django does at the end of a request, instead of leaving
 them to the garbage collector.
 """
@@ -33,29 +33,34 @@ Done = Callable[[Any, BaseException | None], None]
 
 
 class BodyPool:
-    """``size`` threads taking callables from one queue; ``submit`` answers a Future, ``call``
-    hands the ending to a callback (no Future: the worker's per-job path). A callable that a
-    ``done`` passes to ``call`` runs next on that same thread (a body that ends starts the next
-    one without waking another thread: a switch of threads per job costs more CPU than a no-op
-    body); any further one from the same ``done`` goes to the queue.
+    """Up to ``size`` threads, started as they are needed, taking callables from one queue;
+    ``submit`` answers a Future, ``call`` hands the ending to a callback (no Future: the
+    worker's per-job path). A callable that a ``done`` passes to ``call`` runs next on that
+    same thread (a body that ends starts the next one without waking another thread: a switch
+    of threads per job costs more CPU than a no-op body); any further one from the same
+    ``done`` goes to the queue.
 
-    ``idle()`` counts the threads that could start a callable submitted now: a thread busy
-    with a callable that never returns (a body abandoned past its timeout) is not one of them.
+    ``idle()`` counts the threads (started or not yet) that could start a callable submitted
+    now: a thread busy with a callable that never returns (a body abandoned past its timeout)
+    is not one of them.
     """
 
     def __init__(self, size: int, *, name: str) -> None:
         self._tasks: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Done] | None]
         self._tasks = queue.SimpleQueue()
         self.size = size
+        self._name = name
         self._busy = 0
         self._busy_lock = threading.Lock()
         self._local = threading.local()
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"{name}-{index}", daemon=True)
-            for index in range(size)
-        ]
-        for thread in self._threads:
-            thread.start()
+        # Threads start when the queue holds more callables than the idle threads (those
+        # about to take from it) can take, up to ``size``, rather than all at once: a process
+        # that runs a few jobs, or none, does not pay for ``size`` threads. The three are
+        # guarded by ``_busy_lock``.
+        self._threads: list[threading.Thread] = []
+        self._queued = 0
+        self._idle_threads = 0
+        self._closed = False
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -78,33 +83,64 @@ class BodyPool:
 
     def call(self, fn: Callable[..., Any], *args: Any, done: Done) -> None:
         """Run ``fn(*args)`` on a pool thread, then ``done(result, exception)`` there."""
-        with self._busy_lock:
-            self._busy += 1
         local = self._local
         if getattr(local, "ending", False) and local.next is None:
             # Called from a ``done`` of this pool (a body ended and starts the next): this
             # thread runs it as soon as ``done`` returns, instead of waking another thread.
+            with self._busy_lock:
+                self._busy += 1
+                self._idle_threads -= 1  # this one is not idle after all
+                thread = self._more_threads()
             local.next = (fn, args, done)
+            if thread is not None:
+                thread.start()
             return
+        with self._busy_lock:
+            self._busy += 1
+            self._queued += 1
+            thread = self._more_threads()
         self._tasks.put((fn, args, done))
+        if thread is not None:
+            thread.start()
+
+    def _more_threads(self) -> threading.Thread | None:
+        """A new thread (to start) when the queue holds more than the idle threads will
+        take and the pool is not full; called under ``_busy_lock``."""
+        if self._closed or self._queued <= self._idle_threads or len(self._threads) >= self.size:
+            return None
+        thread = threading.Thread(
+            target=self._serve, name=f"{self._name}-{len(self._threads)}", daemon=True
+        )
+        self._threads.append(thread)
+        self._idle_threads += 1
+        return thread
 
     def idle(self) -> int:
         """Threads not running or about to run a submitted callable."""
         with self._busy_lock:
             return self.size - self._busy
 
-    def _not_busy(self) -> None:
-        with self._busy_lock:
-            self._busy -= 1
-
     def shutdown(self, *, timeout: float) -> list[str]:
         """Stop every thread once its current task ends; answers the names of threads still
         busy after ``timeout`` (bodies abandoned past their timeout)."""
-        for _ in self._threads:
+        with self._busy_lock:
+            self._closed = True
+            threads = list(self._threads)
+        for _ in threads:
             self._tasks.put(None)
-        for thread in self._threads:
-            thread.join(timeout / max(1, len(self._threads)))
-        return [thread.name for thread in self._threads if thread.is_alive()]
+        for thread in threads:
+            thread.join(timeout / max(1, len(threads)))
+        return [thread.name for thread in threads if thread.is_alive()]
+
+    def _take(self) -> tuple[Callable[..., Any], tuple[Any, ...], Done] | None:
+        """The next callable from the queue (``None``: stop); the calling thread counts as
+        idle until it has one."""
+        task = self._tasks.get()
+        with self._busy_lock:
+            self._idle_threads -= 1
+            if task is not None:
+                self._queued -= 1
+        return task
 
     def _serve(self) -> None:
         local = self._local
@@ -113,7 +149,7 @@ class BodyPool:
             while True:
                 task, local.next = local.next, None
                 if task is None:
-                    task = self._tasks.get()
+                    task = self._take()
                 if task is None:
                     return
                 fn, args, done = task
@@ -123,7 +159,9 @@ class BodyPool:
                     result, error = fn(*args), None
                 except BaseException as exc:
                     result, error = None, exc
-                self._not_busy()
+                with self._busy_lock:  # idle until it takes the next callable
+                    self._busy -= 1
+                    self._idle_threads += 1
                 local.ending = True
                 try:
                     done(result, error)

@@ -147,8 +147,6 @@ class Worker:
         """Run until stopped; answers the process exit code."""
         self._settler.start()
         self._maintenance.start()
-        if self.config.use_wake:
-            self._wake = self.driver.wake_subscribe(on_wake=self._on_wake)
         logger.info(
             "jobs.worker.started: %s on %s with %s slots",
             self.config.worker_id,
@@ -202,6 +200,8 @@ class Worker:
                 if recycle is not None:
                     self.request_stop(reason=recycle)
                     break
+                if self._wake is None and self.config.use_wake:  # not for a burst that found none
+                    self._wake = self.driver.wake_subscribe(on_wake=self._on_wake)
                 # Every slot busy: a freed slot signals; idle: the backoff, cut short by a wake.
                 self._signal.wait(wait)
         finally:
