@@ -186,6 +186,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         name: {"id": A, "claim_token": A, "name": "s", "seq": 1, **more}
         for name, more in {
             "step_put": {"kind": "run", "status": "done", "output": "1", "error": None},
+            "step_put_done": {"kind": "run", "output": "1", "error": None},
             "step_start_once": {},
             "step_wait": {"kind": "event", "event": "e", "key": "", "seconds": 1.0, "until": None},
             "step_wait_resolve": {},

@@ -84,7 +84,7 @@ def test_step_writes_skip_djangos_cursor_and_are_prepared_only_when_asked(
     monkeypatch.undo()
     assert _stored(driver, job.id) == {"a": ("done", {"n": 1}), "b": ("done", None)}
     prepared = _prepared()
-    put = any("compensated as (" in text for text in prepared)
+    put = any("step_put for a step done" in text for text in prepared)  # step_put_done
     once = any("'once', 'started'" in text for text in prepared)
     assert (put, once) == ((True, True) if threshold else (False, False))
 
@@ -109,13 +109,38 @@ def test_hooks_and_the_query_log_still_see_step_writes(driver) -> None:
 
     with connection.execute_wrapper(watch):
         assert done(driver, job, "hooked", 1, "1")
-    assert len(seen) == 1 and "compensated as (" in seen[0]
+    assert len(seen) == 1 and "step_put for a step done" in seen[0]  # step_put_done
     with CaptureQueriesContext(connection) as logged:
         assert driver.step_start_once(
             job_id=job.id, claim_token=job.claim_token, name="logged", seq=2
         )
     assert len(logged.captured_queries) == 1
     assert "'once', 'started'" in logged.captured_queries[0]["sql"]
+
+
+def test_a_step_done_takes_the_lean_statement_and_a_compensation_the_full_one(driver) -> None:
+    """``step_put_done`` (one fenced INSERT) for ``done``; ``step_put`` for ``compensated``,
+    which only it covers: each seen by a hook on the connection."""
+    job = _attempt(driver)
+    seen: list[str] = []
+
+    def watch(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        assert done(driver, job, "a", 1, "1")
+        assert driver.step_put(
+            job_id=job.id,
+            claim_token=job.claim_token,
+            name="a",
+            seq=1,
+            kind="run",
+            status="compensated",
+        )
+    assert ["compensated as (" in sql for sql in seen] == [False, True]
+    assert "-- name: step_put_done" not in seen[0] and "step_put for a step done" in seen[0]
+    assert _stored(driver, job.id) == {"a": ("compensated", 1)}
 
 
 def test_only_the_step_writes_run_directly(driver) -> None:

@@ -31,7 +31,7 @@ from ultimat3_jobs.drivers.postgres.bound import prepares
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.models import RawStatementManager
 
-DIRECT_STATEMENTS = frozenset({"step_put", "step_start_once"})
+DIRECT_STATEMENTS = frozenset({"step_put", "step_put_done", "step_start_once"})
 """The statements that may run on the psycopg connection directly: each answers plain values
 (no timestamps, so no time-zone loader is needed) and runs once per executed step."""
 

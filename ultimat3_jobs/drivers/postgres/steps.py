@@ -59,7 +59,8 @@ class StepStatements:
             "output": output_json,
             "error": error_json,
         }
-        landed = bool(run_direct(self._jobs, "step_put", params))
+        statement = "step_put_done" if status == "done" else "step_put"
+        landed = bool(run_direct(self._jobs, statement, params))
         if not landed:
             log_unowned(f"step {name!r} ({status})", job_id, claim_token)
         return landed
