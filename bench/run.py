@@ -69,6 +69,7 @@ from bench.support import (
     process_cpu_seconds,
     say,
     subprocess_env,
+    wait_until_idle,
 )
 
 PGBENCH_DIR = Path(__file__).resolve().parent / "pgbench"
@@ -383,6 +384,8 @@ class Bench:
         }
         for phase in PHASES:
             if phase in self.phases:
+                self.sql("checkpoint")  # what the last phase dirtied is written back now
+                wait_until_idle()
                 self.phase_load[phase] = load_average()
                 say(f"phase {phase} (load average {self.phase_load[phase]})")
                 steps[phase]()
@@ -946,7 +949,10 @@ drain; the peak is its `VmHWM`.
 The jobs are `tests.noop`, which does nothing: every figure is the library's own overhead and
 the database's, never a job body's. PostgreSQL, the workers, pgbench and the benchmark share the
 machine's cores, and anything else running there moves the figures; the load average at the
-start of each phase is listed above for that reason. Compare ratios between runs rather than
+start of each phase is listed above for that reason. Each phase starts after a `CHECKPOINT`
+(what the phase before dirtied is written back first) and once the machine's CPUs were busy
+under a fifth of one second (at most 30 s of waiting); the 1-minute load average still carries
+the phases before it. Compare ratios between runs rather than
 absolute numbers across machines.
 """
 

@@ -54,6 +54,21 @@ def cpu_busy_seconds() -> tuple[float, float]:
     return (total - idle) / ticks, total / ticks
 
 
+def wait_until_idle(*, busy_below: float = 0.2, window: float = 1.0, limit: float = 30.0) -> float:
+    """Wait until the whole machine's CPUs were busy under ``busy_below`` of one ``window``
+    (or ``limit`` seconds passed); answers the seconds waited. What a phase leaves running (a
+    worker still exiting, the server writing back what a large phase dirtied) then no longer
+    runs into the next phase's figures."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        busy, total = cpu_busy_seconds()
+        time.sleep(window)
+        busy_after, total_after = cpu_busy_seconds()
+        if total_after > total and (busy_after - busy) / (total_after - total) < busy_below:
+            break
+    return time.monotonic() - started
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds of one live process, from ``/proc/<pid>/stat``."""
     with open(f"/proc/{pid}/stat") as stat:
