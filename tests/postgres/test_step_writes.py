@@ -99,15 +99,20 @@ def test_a_fenced_step_write_lands_nothing_for_a_lost_attempt(driver) -> None:
     assert _stored(driver, job.id) == {}
 
 
-def test_hooks_and_the_query_log_still_see_step_writes(driver) -> None:
-    job = _attempt(driver)
-    seen: list[str] = []
+def _watching(seen: list[str]):
+    """An ``execute_wrapper`` hook that records each statement's text in ``seen``."""
 
     def watch(execute, sql, params, many, context):
         seen.append(sql)
         return execute(sql, params, many, context)
 
-    with connection.execute_wrapper(watch):
+    return watch
+
+
+def test_hooks_and_the_query_log_still_see_step_writes(driver) -> None:
+    job = _attempt(driver)
+    seen: list[str] = []
+    with connection.execute_wrapper(_watching(seen)):
         assert done(driver, job, "hooked", 1, "1")
     assert len(seen) == 1 and "step_put for a step done" in seen[0]  # step_put_done
     with CaptureQueriesContext(connection) as logged:
@@ -123,12 +128,7 @@ def test_a_step_done_takes_the_lean_statement_and_a_compensation_the_full_one(dr
     which only it covers: each seen by a hook on the connection."""
     job = _attempt(driver)
     seen: list[str] = []
-
-    def watch(execute, sql, params, many, context):
-        seen.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(watch):
+    with connection.execute_wrapper(_watching(seen)):
         assert done(driver, job, "a", 1, "1")
         assert driver.step_put(
             job_id=job.id,

@@ -30,7 +30,7 @@ from ultimat3_jobs.model.step_rules import (
     seconds_of,
     step_json,
 )
-from ultimat3_jobs.model.steps import Call, Plan, StepState, StepWriter, Write
+from ultimat3_jobs.model.steps import Call, InlineWriter, Plan, StepState, StepWriter, Write
 
 Duration = float | int | timedelta
 
@@ -44,18 +44,15 @@ def _over_timeout(op: Call, started: float) -> None:
         )
 
 
-def _drive_sync(plan: Plan, writer: StepWriter | None) -> Any:
+def _drive_sync(plan: Plan, writer: StepWriter) -> Any:
     """Drive ``plan`` on this thread: its functions called here, its store writes through
-    ``writer`` (``None``: on this thread's connection, inside whatever transaction is open)."""
+    ``writer``."""
     answer: Any = None
     try:
         while True:
             op = plan.send(answer)
             if isinstance(op, Write):
-                if writer is None:
-                    answer = op.method(**op.kwargs)
-                else:
-                    answer = writer.call(op.method, op.kwargs)
+                answer = writer.call(op.method, op.kwargs)
                 continue
             started = time.monotonic()
             answer = op.fn(*op.args)
@@ -70,13 +67,13 @@ def _drive_sync(plan: Plan, writer: StepWriter | None) -> Any:
         return stop.value
 
 
-def drive_joined(plan: Plan, database: str) -> Any:
+def _drive_joined(plan: Plan, database: str) -> Any:
     """Drive an ``atomic=True`` step's plan inside ``transaction.atomic(using=database)`` on
     this thread, its reads and its record written on this thread's connection: the step's
     writes on ``database`` and its record commit together (a record refused by the fence rolls
     them back)."""
     with transaction.atomic(using=database):
-        return _drive_sync(plan, None)
+        return _drive_sync(plan, InlineWriter())
 
 
 class _Checks:
@@ -174,7 +171,7 @@ class Steps(_Checks):
         if plan is None:
             return json.loads(step_json(name, fn()))
         if joined is not None:
-            return drive_joined(plan, joined)
+            return _drive_joined(plan, joined)
         return self._drive(plan)
 
     def once(self, name: str, fn: Callable[[], Any]) -> Any:
