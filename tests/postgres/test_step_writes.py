@@ -7,8 +7,11 @@ A killed backend would break a test transaction, so these tests run outside one.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import psycopg
@@ -172,3 +175,73 @@ def test_a_refused_step_write_is_store_refused_and_the_connection_serves_on(driv
     assert not connection.errors_occurred
     assert done(driver, job, "good", 2, "[1]")
     assert _stored(driver, job.id) == {"good": ("done", [1])}
+
+
+def test_a_step_write_waiting_on_a_lock_lets_the_other_threads_run(driver) -> None:
+    """The statement waits in libpq with the GIL released: while a step write waits on a row
+    another transaction holds, this thread still runs (it watches the writer wait, then lets it
+    go). With the GIL held this thread could not run; the writer would give up at its
+    ``lock_timeout`` and the test would fail."""
+    job = _attempt(driver)
+    settings = connection.settings_dict
+    holder = psycopg.connect(
+        host=settings["HOST"] or None,
+        port=settings["PORT"] or None,
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+    )
+    answer: list[object] = []
+
+    def write() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("set lock_timeout = '10s'")
+            answer.append(done(driver, job, "held", 1, "7"))
+        except Exception as exc:  # the test's assertion reports it
+            answer.append(exc)
+        finally:
+            connection.close()
+
+    try:
+        holder.execute(
+            "insert into x_job_steps (job_id, name, seq, kind, status, created_at, updated_at)"
+            " values (%s, 'held', 1, 'run', 'started', now(), now())",
+            (job.id,),
+        )
+        writer = threading.Thread(target=write)
+        writer.start()
+        deadline = time.monotonic() + 8
+        waiting = 0
+        with psycopg.connect(holder.info.dsn, autocommit=True) as watcher:
+            while not waiting and time.monotonic() < deadline:
+                time.sleep(0.02)
+                (waiting,) = watcher.execute(
+                    "select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
+                    " and query like '%%step_put for a step done%%'"
+                ).fetchone() or (0,)
+        assert writer.is_alive() and answer == []
+        holder.commit()
+    finally:
+        holder.close()
+    writer.join(15)
+    assert waiting == 1
+    assert answer == [True]
+    assert _stored(driver, job.id) == {"held": ("done", 7)}
+
+
+def test_a_parameter_of_another_type_takes_psycopgs_cursor(driver) -> None:
+    job = _attempt(driver)
+    params = {
+        "id": job.id,
+        "claim_token": job.claim_token,
+        "name": "decimal seq",
+        "seq": Decimal(3),  # no text form of our own: psycopg's cursor dumps it
+        "kind": "run",
+        "output": "[3]",
+        "error": None,
+    }
+    assert run_direct(driver._jobs, "step_put_done", params) == 1
+    assert run_direct(driver._jobs, "step_put_done", params) == 0  # done stays done
+    (record,) = driver.step_get_many(job_id=job.id)
+    assert (record.name, record.seq, record.output) == ("decimal seq", 3, [3])

@@ -15,6 +15,13 @@ have done kept:
   (Django's default) and is safe behind a transaction-pooling proxy; prepared only when the
   alias asks for prepared statements (``OPTIONS["prepare_threshold"]``, as in :mod:`.bound`).
 
+Unprepared, the statement goes to libpq in one call (``PGconn.exec_params``, which releases the
+GIL while it waits) under psycopg's connection lock, its few parameter types (UUID, int, str,
+``None``) written as text with their type: psycopg's cursor machinery (a cursor, an adapters
+map, its generators, its row loaders) cost about as much CPU again as the round trip, and these
+statements answer only whether a row came back. A failed statement is raised as psycopg would
+raise it; a parameter of another type takes psycopg's cursor instead.
+
 Django's own cursor is used instead whenever the wrapper would add something: the query log is
 on (``DEBUG``, a test counting queries), an ``execute_wrapper`` hook is installed, the
 connection is not open yet or its health check is due, or an atomic block needs a rollback.
@@ -22,10 +29,14 @@ connection is not open yet or its health check is due, or an atomic block needs 
 
 from __future__ import annotations
 
+import re
+import uuid
 from typing import Any
 
 import psycopg
 from django.db import connections
+from psycopg.errors import error_from_result
+from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus
 
 from ultimat3_jobs.drivers.postgres.bound import prepares
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
@@ -37,6 +48,30 @@ DIRECT_STATEMENTS = frozenset({"step_put", "step_put_done", "step_start_once"})
 
 _SQL = {name: STATEMENTS[name].encode() for name in DIRECT_STATEMENTS}
 """Their text as bytes, encoded (and hashed, for psycopg's cache of parsed queries) once."""
+
+DIAG_MESSAGE = DiagnosticField.MESSAGE_PRIMARY
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+_OIDS: dict[type, int] = {uuid.UUID: 2950, int: 20, str: 0, type(None): 0}
+"""The type a parameter is sent with, by its Python type: ``uuid``, ``int8``, and unknown for
+text and NULL (the server types them from the statement, as for psycopg's own str)."""
+
+
+def _numbered(sql: str) -> tuple[bytes, tuple[str, ...]]:
+    """``sql`` with its ``%(name)s`` placeholders as ``$1, $2...`` (one number per name), and
+    the names in that order."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return _PLACEHOLDER.sub(number, sql).encode(), tuple(names)
+
+
+_NUMBERED = {name: _numbered(STATEMENTS[name]) for name in DIRECT_STATEMENTS}
 
 
 def _plain(connection: Any) -> bool:
@@ -50,25 +85,47 @@ def _plain(connection: Any) -> bool:
     )
 
 
-def run_direct(
-    manager: RawStatementManager, statement: str, params: dict[str, Any]
-) -> list[tuple[Any, ...]]:
+def run_direct(manager: RawStatementManager, statement: str, params: dict[str, Any]) -> int:
     """Run ``statement`` (one of :data:`DIRECT_STATEMENTS`) on ``manager``'s alias and answer
-    its rows, on the psycopg connection when nothing of Django's wrapper is needed, else as
-    :meth:`RawStatementManager.run` does."""
+    how many rows it returned, on the psycopg connection when nothing of Django's wrapper is
+    needed, else as :meth:`RawStatementManager.run` does."""
     sql = _SQL.get(statement)
     if sql is None:
         raise ValueError(f"{statement!r} is not a statement that runs directly")
     connection = connections[manager.db]
     if not _plain(connection):
-        return manager.run(statement, params)
+        return len(manager.run(statement, params))
     raw = connection.connection
-    cursor = psycopg.Cursor(raw)
     try:
-        cursor.execute(sql, params, prepare=prepares(manager.db))
-        return cursor.fetchall() if cursor.description is not None else []
+        if prepares(manager.db):
+            return _through_cursor(raw, sql, params, prepare=True)
+        return _through_libpq(raw, statement, params)
     except psycopg.Error:
         with connection.wrap_database_errors:
             raise
-    finally:
-        cursor.close()
+
+
+def _through_cursor(
+    raw: psycopg.Connection[Any], sql: bytes, params: dict[str, Any], *, prepare: bool
+) -> int:
+    with psycopg.Cursor(raw) as cursor:
+        cursor.execute(sql, params, prepare=prepare)
+        return len(cursor.fetchall()) if cursor.description is not None else 0
+
+
+def _through_libpq(raw: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> int:
+    sql, names = _NUMBERED[statement]
+    values = [params[name] for name in names]
+    types = [_OIDS.get(type(value)) for value in values]
+    if None in types or raw.pgconn.pipeline_status:
+        return _through_cursor(raw, _SQL[statement], params, prepare=False)
+    encoding = raw.info.encoding
+    texts = [None if value is None else str(value).encode(encoding) for value in values]
+    with raw.lock:
+        result = raw.pgconn.exec_params(sql, texts, types)
+    if result.status not in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
+        if raw.pgconn.status != ConnStatus.OK:  # the connection is lost, not the statement
+            message = result.error_field(DIAG_MESSAGE) or result.error_message
+            raise psycopg.OperationalError(message.decode(encoding, "replace").strip())
+        raise error_from_result(result, encoding=encoding)
+    return result.ntuples
