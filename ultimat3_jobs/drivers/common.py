@@ -212,7 +212,7 @@ def check_job_list(
             search_id = None
     if after is not None and not isinstance(after, uuid.UUID):
         try:
-            after = uuid.UUID(str(after))
+            after = uuid.UUID(str(after).strip())
         except ValueError:
             raise JobPageInvalid(
                 f"a cursor is the id of the last job of a page; got {after!r}"
