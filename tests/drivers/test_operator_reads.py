@@ -89,6 +89,9 @@ def test_job_list_cursor_is_a_job_id_and_may_be_given_as_text(driver):
     created = [enqueue(driver) for _ in range(3)]
     page = driver.job_list(limit=10, after=str(created[2]))
     assert ids(page) == [created[1], created[0]]
+    # As pasted from the CLI's "next page: --after ..." line, spaces and all.
+    pasted = driver.job_list(limit=10, after=f" {created[2]}\n")
+    assert ids(pasted) == [created[1], created[0]]
 
 
 def test_job_list_cursor_seeks_by_the_row_even_outside_the_filters(driver):

@@ -96,7 +96,7 @@ def test_list_pages_newest_first_and_prints_the_cursor() -> None:
     assert first["next_cursor"] == newest[1]
     second = run_json("list", "--limit", "2", "--after", first["next_cursor"])
     assert [row["id"] for row in second["jobs"]] == newest[2:4]
-    last = run_json("list", "--limit", "2", "--after", second["next_cursor"])
+    last = run_json("list", "--limit", "2", "--after", f" {second['next_cursor']} ")
     assert ([row["id"] for row in last["jobs"]], last["next_cursor"]) == ([newest[4]], None)
 
     text = run("list", "--limit", "2")

@@ -114,10 +114,12 @@ def check_nack_action(action: str) -> None:
         raise ValueError(f"a nack action is 'retry', 'fail' or 'drop'; got {action!r}")
 
 
-def check_heartbeat_queues(queues: Sequence[str]) -> None:
-    """Refuse a worker heartbeat whose ``queues`` is one string instead of a list of names."""
+def check_heartbeat_queues(queues: Sequence[str]) -> list[str]:
+    """Refuse a worker heartbeat whose ``queues`` is one string instead of a list of names;
+    answer the queues as a de-duplicated list in the caller's order."""
     if isinstance(queues, str):
         raise TypeError("queues must be a sequence of queue names, not one string")
+    return list(dict.fromkeys(queues))
 
 
 def check_queue_stats_limit(limit: int) -> None:
@@ -210,7 +212,7 @@ def check_job_list(
             search_id = None
     if after is not None and not isinstance(after, uuid.UUID):
         try:
-            after = uuid.UUID(str(after))
+            after = uuid.UUID(str(after).strip())
         except ValueError:
             raise JobPageInvalid(
                 f"a cursor is the id of the last job of a page; got {after!r}"

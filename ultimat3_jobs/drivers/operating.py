@@ -40,16 +40,16 @@ class OperatorSeam(abc.ABC):
         names: Sequence[str] | None = None,
         tenant: str | None = None,
         search: str | None = None,
-        after: uuid.UUID | None = None,
+        after: uuid.UUID | str | None = None,
         limit: int = 50,
     ) -> JobPage:
         """One page of jobs, newest first by ``(created_at, id)``, for an operator. Each filter
         is ``None`` (any) or matches exactly: ``states``, ``queues`` and ``names`` any of their
         values, ``tenant`` the tenant id, ``search`` a job id or an idempotency key.
 
-        ``after`` is the ``next_cursor`` of the previous page: the id of its last job. The page
-        continues below that job's own ``(created_at, id)``, read from its row, so a cursor
-        carries no filter and no time of its own. Refused with
+        ``after`` is the ``next_cursor`` of the previous page (or its text): the id of its last
+        job. The page continues below that job's own ``(created_at, id)``, read from its row, so
+        a cursor carries no filter and no time of its own. Refused with
         :class:`~ultimat3_jobs.errors.JobPageInvalid`: ``limit`` outside 1 to
         :data:`JOB_PAGE_MAX`, an unknown state, and a cursor whose job is gone.
 

@@ -100,8 +100,7 @@ class ReadVerbs:
     stdout: OutputWrapper
 
     def _list(self, options: dict[str, Any]) -> None:
-        page = introspection.job_page(
-            get_driver(),
+        page = get_driver().job_list(
             states=_split(options["state"]),
             queues=_split(options["queue"]),
             names=_split(options["name"]),

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ultimat3_jobs.drivers.base import QUEUE_STATS_ROWS, JobDriver
-from ultimat3_jobs.errors import JobNotFound, JobPageInvalid
+from ultimat3_jobs.errors import JobNotFound
 from ultimat3_jobs.operator.redaction import Disclosure, disclosure
 from ultimat3_jobs.operator.verbs import parse_job_id
 from ultimat3_jobs.types import (
@@ -143,38 +143,6 @@ def summary_as_json(job: JobSummary, *, reveal: bool = False) -> dict[str, Any]:
         "last_error_message": shown.error_message(job.last_error_message),
         **_times_json(job),
     }
-
-
-def job_page(
-    driver: JobDriver,
-    *,
-    states: Sequence[str] | None = None,
-    queues: Sequence[str] | None = None,
-    names: Sequence[str] | None = None,
-    tenant: str | None = None,
-    search: str | None = None,
-    after: uuid.UUID | str | None = None,
-    limit: int = 50,
-) -> JobPage:
-    """One page of jobs, newest first (see
-    :meth:`~ultimat3_jobs.drivers.base.JobDriver.job_list`); ``after`` may be the cursor's
-    text. Refused: :class:`~ultimat3_jobs.errors.JobPageInvalid`."""
-    if after is not None and not isinstance(after, uuid.UUID):
-        try:
-            after = uuid.UUID(str(after).strip())
-        except ValueError:
-            raise JobPageInvalid(
-                f"a cursor is the id of the last job of a page; got {after!r}"
-            ) from None
-    return driver.job_list(
-        states=states,
-        queues=queues,
-        names=names,
-        tenant=tenant,
-        search=search,
-        after=after,
-        limit=limit,
-    )
 
 
 def page_as_json(page: JobPage, *, reveal: bool = False) -> dict[str, Any]:

@@ -24,22 +24,13 @@ from ultimat3_jobs.subjects.passes import erase_page, export_page, write_documen
 from ultimat3_jobs.subjects.registry import (
     SubjectTable,
     check_reach,
-    register_subject_table,
     registered_subject_tables,
     table_named,
 )
+from ultimat3_jobs.subjects.registry import (
+    register_subject_table as register_subject_table,  # the package's lazy name loads it here
+)
 from ultimat3_jobs.subjects.tables import SubjectRequest
-
-__all__ = [
-    "ERASE_JOB",
-    "EXPORT_JOB",
-    "SubjectTable",
-    "register_subject_table",
-    "registered_subject_tables",
-    "subject_digest",
-    "subject_erase",
-    "subject_export",
-]
 
 EXPORT_JOB = "ultimat3_jobs.subjects.export"
 ERASE_JOB = "ultimat3_jobs.subjects.erase"

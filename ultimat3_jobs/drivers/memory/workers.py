@@ -26,8 +26,7 @@ class WorkerStatements(MemoryState):
         draining: bool = False,
         limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        check_heartbeat_queues(queues)
-        names = list(dict.fromkeys(queues))
+        names = check_heartbeat_queues(queues)
         with self._lock:
             now = self.now()
             for other_id, other in list(self._workers.items()):

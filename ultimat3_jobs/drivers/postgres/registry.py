@@ -47,14 +47,14 @@ class WorkerMethods:
         draining: bool = False,
         limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        check_heartbeat_queues(queues)
+        names = check_heartbeat_queues(queues)
         self._workers.run(
             "worker_heartbeat",
             {
                 "id": worker_id,
                 "host": host,
                 "pid": pid,
-                "queues": list(dict.fromkeys(queues)),
+                "queues": names,
                 "slots": slots,
                 "ttl_seconds": float(ttl_seconds),
                 "draining": bool(draining),

@@ -86,8 +86,7 @@ class SchedulerMethods(RedisStore):
         draining: bool = False,
         limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        check_heartbeat_queues(queues)
-        names = list(dict.fromkeys(queues))
+        names = check_heartbeat_queues(queues)
         args = [
             worker_id,
             host,
