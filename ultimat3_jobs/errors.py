@@ -26,9 +26,9 @@ The tree::
     ├── CancelReasonInvalid (ValueError)       X_CANCEL_REASON_INVALID
     ├── JobAborted                             X_ABORTED
     ├── JobLeaseLost                           X_JOB_LEASE_LOST
-├── ConcurrencyUnenforceable               X_JOB_CONCURRENCY_UNENFORCEABLE
-├── ConcurrencyKeyInvalid (ValueError)     X_JOB_CONCURRENCY_KEY_INVALID
-├── LeaseKeyInvalid (ValueError)           X_LEASE_KEY_INVALID
+    ├── ConcurrencyUnenforceable               X_JOB_CONCURRENCY_UNENFORCEABLE
+    ├── ConcurrencyKeyInvalid (ValueError)     X_JOB_CONCURRENCY_KEY_INVALID
+    ├── LeaseKeyInvalid (ValueError)           X_LEASE_KEY_INVALID
     ├── StepError                              X_STEP
     │   ├── StepInvalid (ValueError)           X_STEP_INVALID
     │   ├── StepMismatch                       X_STEP_MISMATCH
@@ -42,7 +42,7 @@ The tree::
     ├── StorageUnknown (LookupError)           X_STORAGE_UNKNOWN
     ├── ImportInvalid (ValueError)             X_IMPORT_INVALID
     ├── ImportRecordInvalid (ValueError)       X_IMPORT_RECORD_INVALID
-    └── ImportErrorsExceeded                   X_IMPORT_ERRORS_EXCEEDED
+    ├── ImportErrorsExceeded                   X_IMPORT_ERRORS_EXCEEDED
     ├── JobPageInvalid (ValueError)            X_JOB_PAGE_INVALID
     ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
     ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
