@@ -23,6 +23,8 @@ from bench.database import BenchDatabase
 from bench.factories import phase_backfill, phase_purge
 from bench.figures import (
     BACKLOG_CHUNK,
+    DEFAULT_DRAIN,
+    DRAIN_KEY,
     FULL,
     JOB_TABLES,
     PHASES,
@@ -55,6 +57,7 @@ from bench.support import (
     subprocess_env,
     wait_until_idle,
 )
+from ultimat3_jobs.conf import WORKER_CONCURRENCY_DEFAULT
 
 
 class Bench(BenchDatabase):
@@ -240,6 +243,9 @@ class Bench(BenchDatabase):
         for processes in self.scale.drain_processes:
             for concurrency in self.scale.drain_concurrency:
                 self.drain_once(n, processes, concurrency)
+        # The worker as a user starts it: no --concurrency, so the package's default slots
+        # (the bench settings' WORKER_CONCURRENCY is the side-by-side's, not a default).
+        self.drain_once(n, 2, WORKER_CONCURRENCY_DEFAULT, key=DEFAULT_DRAIN)
 
     def drain_once(
         self,
@@ -346,11 +352,37 @@ class Bench(BenchDatabase):
     # -- results --------------------------------------------------------------------------------
 
     def compare(self) -> None:
+        self.default_share()
         for figure in self.figures.values():
             for name, attr in (("ceiling", "ratio"), ("insert_ceiling", "insert_ratio")):
                 ceiling = self.figures.get(getattr(figure, name) or "")
                 if ceiling is not None and ceiling.value:
                     setattr(figure, attr, figure.value / ceiling.value)
+
+    def default_share(self) -> None:
+        """The default slots' drain as a share of the best 20,000-job drain of this run (any
+        processes, any slots): how much a user who never sets ``--concurrency`` leaves."""
+        default = self.figures.get(DEFAULT_DRAIN)
+        drains = [
+            figure
+            for key, figure in self.figures.items()
+            if DRAIN_KEY.fullmatch(key)
+            and f" {self.scale.drain_jobs:,} no-op jobs," in figure.label
+        ]
+        if default is None or not drains:
+            return
+        best = max(drains, key=lambda figure: figure.value)
+        self.add(
+            Figure(
+                "drain_default_share",
+                f"drain with the default {WORKER_CONCURRENCY_DEFAULT} slots (no `--concurrency`), "
+                "2 processes, as a share of the best drain of this run",
+                default.value / best.value * 100,
+                "%",
+                detail=f"best: {best.label.split(': ')[0].removeprefix('drain of ')}, "
+                f"{fmt(best.value)} jobs/s",
+            )
+        )
 
     def table(self) -> str:
         lines = [

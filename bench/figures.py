@@ -3,6 +3,7 @@ as the page shows it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -25,6 +26,10 @@ WAKE_LIVE = "jobs.wake.live"
 WORKER_STARTED = "jobs.worker.started"
 QUIET_BACKGROUND = 1
 """Catch-up transactions of the control session up to which a window counts as quiet."""
+DEFAULT_DRAIN = "drain_default"
+"""The key of the drain run with the package's default slots."""
+DRAIN_KEY = re.compile(r"drain_p\d+_c\d+|drain_default|scale_p\d+_n\d+")
+"""The keys of the drains (database clock) the default one is set against."""
 BACKLOG_CHUNK = 100_000
 """Jobs per ``enqueue_many`` call when a backlog is laid down (bounds the benchmark's memory)."""
 

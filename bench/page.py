@@ -34,7 +34,10 @@ has the given number of slots. Beside each drain: jobs per claim (the rows one c
 takes share its `now()`), transactions per 1,000 jobs (`pg_stat_database`: claims, acks,
 heartbeats and registry writes together), and the worker's CPU per job, as measured and net of
 the CPU that one start and exit cost (counted three times with `--processes 2`: the supervisor
-and each child set Django up).
+and each child set Django up). One more drain runs two processes with the package's default
+slots (`WORKER_CONCURRENCY`, 10, as a worker started without `--concurrency` has them), and its
+share of the best drain of the same size in the run (any processes and slots, the scale curve's
+included) says what a user who never tunes the worker leaves.
 
 Wake latency is `started_at - created_at` of each job: `created_at` is the enqueue statement's
 timestamp and `started_at` the claim's, both from the database clock, so no clock skew enters.
