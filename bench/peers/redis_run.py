@@ -39,6 +39,7 @@ from bench.support import (
     STARTED,
     BenchError,
     WorkerProcess,
+    compile_sources,
     guarded,
     load_average,
     machine_facts,
@@ -235,6 +236,7 @@ class RedisSideBySide:
         return json.loads(output.strip().splitlines()[-1])
 
     def run(self) -> None:
+        compile_sources()  # as pip compiled the peers' packages (see compile_sources)
         for target in self.targets:
             self.prepare(target)
         for target in self.targets:
@@ -398,8 +400,9 @@ the two throughput columns, below 1.00x for the others.
 Ours runs {SLOTS} slots per process (the bench settings' `WORKER_CONCURRENCY`). Celery runs its
 default prefork pool (one child per core) with results ignored; RQ's default worker forks a work
 horse for every job. Both are installed with `pip install` into throw-away virtualenvs
-(`.local/bench-venvs/`), never as dependencies of this project. The code of the run is
-`bench/peers/redis_run.py`.
+(`.local/bench-venvs/`), never as dependencies of this project, which byte-compiles their
+modules; the project's own sources are byte-compiled before the run to match. The code of the
+run is `bench/peers/redis_run.py`.
 
 {details}
 {END}"""

@@ -256,10 +256,14 @@ class JobDriver(
 
     # -- wake and the worker registry ------------------------------------------------------
 
-    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+    def wake_subscribe(
+        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+    ) -> WakeSubscription | None:
         """Call ``on_wake(queue)`` (from another thread) when a job becomes due on ``queue``
         through an enqueue. ``None`` means this driver has no wake: the caller polls. The poll
-        stays the guarantee either way; a wake only shortens the wait."""
+        stays the guarantee either way; a wake only shortens the wait. ``worker_id``: the
+        worker whose claims (``job_claim``'s ``worker_id``) this subscription serves; a driver
+        may then wake that worker alone for a job, in place of every subscriber (Redis)."""
         return None
 
     @abc.abstractmethod

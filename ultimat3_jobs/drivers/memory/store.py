@@ -111,9 +111,11 @@ class MemoryDriver(
 
     # -- wake -------------------------------------------------------------------------------
 
-    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+    def wake_subscribe(
+        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+    ) -> WakeSubscription | None:
         """A :class:`MemoryWake`: called from the enqueuing thread after each enqueue that
-        created a job due now."""
+        created a job due now (every subscription; ``worker_id`` is not used)."""
         subscription = MemoryWake(self, on_wake)
         with self._lock:
             self._wakes.append(subscription)

@@ -26,9 +26,12 @@ class WorkerMethods:
     _listeners: weakref.WeakSet[QueueListener]
     _listeners_lock: threading.Lock
 
-    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+    def wake_subscribe(
+        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+    ) -> WakeSubscription | None:
         """A :class:`~ultimat3_jobs.drivers.postgres.listen.QueueListener` on its own connection
-        to this alias' database; live once its first probe comes back."""
+        to this alias' database; live once its first probe comes back. Every listener hears
+        every wake (``worker_id`` is not used)."""
         listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=on_wake)
         with self._listeners_lock:
             self._listeners.add(listener)

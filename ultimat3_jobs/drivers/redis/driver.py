@@ -302,10 +302,15 @@ class RedisDriver(
         one is staged in ``x_outbox`` there and published after the commit."""
         return False
 
-    def wake_subscribe(self, *, on_wake: Callable[[str], None]) -> WakeSubscription | None:
+    def wake_subscribe(
+        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+    ) -> WakeSubscription | None:
         """A :class:`RedisWake`: a thread subscribed to the store's wake channel, on which
-        every enqueue (and promote, requeue, fire) due now publishes its queue."""
-        subscription = RedisWake(self.redis(), f"{self.prefix}:wake", on_wake)
+        every enqueue (and promote, requeue, fire) due now publishes its queue, and to
+        ``worker_id``'s own channel, on which a single enqueue wakes that worker alone when
+        its last claim on the queue found fewer jobs than it asked for."""
+        own = None if worker_id is None else f"{self.prefix}:wake:{worker_id}"
+        subscription = RedisWake(self.redis(), f"{self.prefix}:wake", on_wake, own_channel=own)
         self._wakes.add(subscription)
         return subscription
 

@@ -1,10 +1,13 @@
 """``RedisWake``: enqueue wakes over Redis pub/sub.
 
 Every script that makes a job due now (enqueue, promote, requeue, fire) publishes its queue on
-the store's wake channel. The subscription holds one connection of its own in ``SUBSCRIBE``,
-read by a daemon thread; waiting there sends no command, so an idle worker's cost is its polls
-alone. It counts as live only once a probe it published came back on that connection, and it
-reconnects with backoff whenever the connection fails; the worker's poll stays the guarantee.
+the store's wake channel, except a single enqueue when a worker is idle on its queue: that one
+goes to the channel of that worker alone (``wake_one`` in ``lua/_lib.lua``), which a
+subscription made for a worker listens to as well. The subscription holds one connection of
+its own in ``SUBSCRIBE``, read by a daemon thread; waiting there sends no command, so an idle
+worker's cost is its polls alone. It counts as live only once a probe it published came back
+on that connection, and it reconnects with backoff whenever the connection fails; the worker's
+poll stays the guarantee.
 """
 
 from __future__ import annotations
@@ -31,12 +34,21 @@ JOIN_SECONDS = POLL_SECONDS + 1.0
 
 class RedisWake:
     """A :class:`~ultimat3_jobs.drivers.base.WakeSubscription` on Redis: calls
-    ``on_wake(queue)`` for each message on ``channel``, from its own thread."""
+    ``on_wake(queue)`` for each message on ``channel`` (and on ``own_channel``, the worker's
+    own, when given), from its own thread."""
 
-    def __init__(self, client: Any, channel: str, on_wake: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        client: Any,
+        channel: str,
+        on_wake: Callable[[str], None],
+        *,
+        own_channel: str | None = None,
+    ) -> None:
         self._client = client
         self.channel = channel
         self.probe_channel = f"{channel}:probe"
+        self._channels = [c for c in (channel, own_channel, self.probe_channel) if c is not None]
         self._on_wake = on_wake
         self._stop = threading.Event()
         self._live = threading.Event()
@@ -81,7 +93,7 @@ class RedisWake:
     def _listen(self) -> None:
         pubsub = self._client.pubsub(ignore_subscribe_messages=True)
         try:
-            pubsub.subscribe(self.channel, self.probe_channel)
+            pubsub.subscribe(*self._channels)
             token = uuid.uuid4().hex
             self._client.publish(self.probe_channel, token)
             while not self._stop.is_set():

@@ -89,9 +89,7 @@ class Worker:
         self._backoff = IdleBackoff.of(config)
         self._bodies = Bodies(driver=driver, config=config, on_end=self._finished)
         self.held = HeldThreads(
-            concurrency=config.concurrency,
-            spare=config.concurrency,
-            on_change=self._held_changed,
+            concurrency=config.concurrency, spare=config.concurrency, on_change=self._held_changed
         )
         self._hooks = BodyPool(1, name="jobs-hooks")
         self._settler = Settler(
@@ -201,7 +199,9 @@ class Worker:
                     self.request_stop(reason=recycle)
                     break
                 if self._wake is None and self.config.use_wake:  # not for a burst that found none
-                    self._wake = self.driver.wake_subscribe(on_wake=self._on_wake)
+                    self._wake = self.driver.wake_subscribe(
+                        on_wake=self._on_wake, worker_id=self.config.worker_id
+                    )
                 # Every slot busy: a freed slot signals; idle: the backoff, cut short by a wake.
                 self._signal.wait(wait)
         finally:
@@ -360,6 +360,8 @@ class Worker:
 
     def _shutdown(self) -> int:
         self._accepting = False
+        if self._wake is not None:  # no claim follows: a wake for it alone goes elsewhere now
+            self._wake.close()
         # Attempts claimed ahead never started: they go back at once, not after the grace.
         released = self._release(self._ahead.drain())
         deadline = time.monotonic() + self.config.shutdown_grace
@@ -369,8 +371,6 @@ class Worker:
         released += self._release(self.running_attempts())
         self._settler.stop(timeout=30)
         self._maintenance.stop()
-        if self._wake is not None:
-            self._wake.close()
         try:
             self.driver.worker_remove(worker_id=self.config.worker_id)
         except STORE_ERRORS as exc:

@@ -52,7 +52,10 @@
 --                           rows_done batches_done error started_at updated_at finished_at
 --   B:backfills      ZSET   every run id by its start's number (B:backfill_seq)
 --   B:backfill_done  HASH   "<len>:<name><scope>" (as B:keys spells them) -> the completed run
---   B:wake           pub/sub channel: the queue of each enqueue due now
+--   B:idle:<q>       ZSET   the workers whose last claim on <q> found fewer jobs than it asked
+--                           for, by that claim's time (a single enqueue wakes one of them)
+--   B:wake           pub/sub channel: the queue of each enqueue due now that woke no idle worker
+--   B:wake:<w>       pub/sub channel of worker <w>: the queue of an enqueue that woke it alone
 
 local B = KEYS[1]
 local PRIORITY_SPAN = 1e13
@@ -466,6 +469,22 @@ local function wake(queues)
     for queue, _ in pairs(queues) do
         redis.call('PUBLISH', B .. ':wake', queue)
     end
+end
+
+-- Wake one worker for one job due now on `queue`: the one idle there most recently, on its own
+-- channel, so the others sleep on (every subscriber woken for one job makes all but one claim
+-- nothing). A listed worker that no longer listens (PUBLISH reached nobody: it stopped, or its
+-- wake reconnects) is dropped and the next tried; with none left, every subscriber is woken.
+local WAKE_ONE_TRIES = 8
+
+local function wake_one(queue)
+    local idle = B .. ':idle:' .. queue
+    for _ = 1, WAKE_ONE_TRIES do
+        local top = redis.call('ZPOPMAX', idle)
+        if top[1] == nil then break end
+        if redis.call('PUBLISH', B .. ':wake:' .. top[1], queue) > 0 then return end
+    end
+    redis.call('PUBLISH', B .. ':wake', queue)
 end
 
 -- One job from 13 arguments at `at` (job_enqueue, job_enqueue_many, scheduler_fire): written

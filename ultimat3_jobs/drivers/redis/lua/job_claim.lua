@@ -4,7 +4,8 @@
 -- ARGV     worker_id, lease_seconds, limit, n (queues), queue * n, random hex (32 digits per
 --          job of `limit`: the claim token of the i-th job claimed is made of the i-th 32)
 -- Reads B:pauses, B:delayed:<q>, B:ready:<q>; writes B:job:<id>, B:ready:<q>, B:delayed:<q>,
--- B:queued:<q>, B:held:<n>, B:running.
+-- B:queued:<q>, B:held:<n>, B:running, B:idle:<q> (this worker: listed when it found fewer
+-- jobs than `limit`, else not).
 -- Answers per claimed job: id name queue input attempt max_attempts claim_token priority
 -- tenant lease_expires_at created_at traceparent.
 local worker_id, lease_default = ARGV[1], tonumber(ARGV[2])
@@ -54,4 +55,10 @@ for i = 1, math.min(limit, #heads) do
         tonumber(r[2]), r[10], fmt(lease), r[5], r[11]}
 end
 flush(batch)
+-- Found fewer than it asked for: idle on these queues, the worker a single enqueue wakes alone.
+local idle = #claimed < limit
+for i = 1, n do
+    local key = B .. ':idle:' .. ARGV[4 + i]
+    if idle then redis.call('ZADD', key, now, worker_id) else redis.call('ZREM', key, worker_id) end
+end
 return claimed

@@ -6,9 +6,9 @@
 --          input key tenant enqueued_by max_attempts lease_seconds traceparent (optional ones
 --          '' for null or '=' followed by the value)
 -- Writes B:job:<id>, B:jobs, B:queues, B:names, B:keys, B:queued:<q>, B:ready:<q> or
--- B:held:<n>; publishes on B:wake.
+-- B:held:<n>; takes one worker off B:idle:<q> and publishes on its B:wake:<w> (none: B:wake).
 -- Answers {status, id}.
 local now = now_us()
 local status, id, due_now = enqueue_one(ARGV, 1, now)
-if status == 'created' and due_now then wake({[ARGV[3]] = true}) end
+if status == 'created' and due_now then wake_one(ARGV[3]) end
 return {status, id}
