@@ -50,6 +50,7 @@ from bench.support import (
     BenchError,
     WorkerProcess,
     children_cpu_seconds,
+    compile_sources,
     cpu_busy_seconds,
     load_average,
     machine_facts,
@@ -101,6 +102,7 @@ class Bench(BenchDatabase):
                 if not exists:
                     say(f"creating database {name}")
                     conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+        compile_sources()  # a user's installed package is compiled (see compile_sources)
         say(f"migrating {self.dbname}")
         subprocess.run(
             [sys.executable, "-m", "django", "migrate", "--settings", SETTINGS, "-v", "0"],

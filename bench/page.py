@@ -38,6 +38,8 @@ and each child set Django up). One more drain runs two processes with the packag
 slots (`WORKER_CONCURRENCY`, 10, as a worker started without `--concurrency` has them), and its
 share of the best drain of the same size in the run (any processes and slots, the scale curve's
 included) says what a user who never tunes the worker leaves.
+The project's sources are byte-compiled before the run, as pip compiles an installed package,
+so a worker's start-up does not include compiling them.
 
 Wake latency is `started_at - created_at` of each job: `created_at` is the enqueue statement's
 timestamp and `started_at` the claim's, both from the database clock, so no clock skew enters.

@@ -35,6 +35,7 @@ from bench.support import (
     STARTED,
     BenchError,
     WorkerProcess,
+    compile_sources,
     guarded,
     load_average,
     machine_facts,
@@ -130,6 +131,7 @@ class SideBySide:
     # -- the workload ---------------------------------------------------------------------------
 
     def run(self) -> None:
+        compile_sources()  # as pip compiled the peers' packages (see compile_sources)
         self.server.ensure(CONTROL_DATABASE)
         for system in self.systems:
             self.prepare(system)
@@ -335,7 +337,9 @@ out) and no `--max-concurrent-tasks`. Procrastinate's `--concurrency` defaults t
 {c} slots per process like ours (`--concurrency {c}`, also the bench settings'
 `WORKER_CONCURRENCY`). The peers' no-op and stamp tasks are coroutines (`async def`); ours are
 plain functions. The peers are installed with `pip install` into throw-away virtualenvs
-(`.local/bench-venvs/`, created on the first run), never as dependencies of this project; with
+(`.local/bench-venvs/`, created on the first run), never as dependencies of this project, and
+pip byte-compiles their modules; the project's own sources are byte-compiled before the run to
+match. With
 pgqueuer goes `typer<0.29`, since typer 0.29 breaks `pgq run`'s `--log-level` in pgqueuer
 {runner.systems[1].version}. The code of the run is in `bench/peers/`.
 
