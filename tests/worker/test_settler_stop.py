@@ -37,18 +37,26 @@ class HeldStore(MemoryDriver):
         return super().job_settle_many(items=items)
 
 
-def test_an_ending_queued_behind_a_write_is_settled_and_the_stop_ends_at_once() -> None:
-    store = HeldStore()
-    first, second = _claimed(store, 2)
+def _started(
+    store: MemoryDriver, *, ack_flush: float
+) -> tuple[Settler, BodyPool, list[tuple[Attempt, str]]]:
+    """A running settler over ``store``, its hook pool and the list of what it has done."""
     done: list[tuple[Attempt, str]] = []
     hooks = BodyPool(1, name="test-hooks")
     settler = Settler(
         driver=store,
-        config=WorkerConfig(queues=("default",), concurrency=2, ack_flush=0.05),
+        config=WorkerConfig(queues=("default",), concurrency=2, ack_flush=ack_flush),
         on_done=lambda attempt, how: done.append((attempt, how)),
         hooks=hooks,
     )
     settler.start()
+    return settler, hooks, done
+
+
+def test_an_ending_queued_behind_a_write_is_settled_and_the_stop_ends_at_once() -> None:
+    store = HeldStore()
+    first, second = _claimed(store, 2)
+    settler, hooks, done = _started(store, ack_flush=0.05)
     try:
         settler.put(Outcome(first, "completed", result_json="1"))
         assert store.writing.wait(5)
@@ -86,15 +94,7 @@ def test_full_batches_are_written_without_waiting_for_the_flush_window() -> None
     batch (``ACK_BATCH_MAX`` endings) still ends the window at once, and so does the stop."""
     store = CountingStore()
     attempts = _claimed(store, 2 * ACK_BATCH_MAX + 3)
-    done: list[tuple[Attempt, str]] = []
-    hooks = BodyPool(1, name="test-hooks")
-    settler = Settler(
-        driver=store,
-        config=WorkerConfig(queues=("default",), concurrency=2, ack_flush=600.0),
-        on_done=lambda attempt, how: done.append((attempt, how)),
-        hooks=hooks,
-    )
-    settler.start()
+    settler, hooks, done = _started(store, ack_flush=600.0)
     try:
         for attempt in attempts:
             settler.put(Outcome(attempt, "completed", result_json="1"))
