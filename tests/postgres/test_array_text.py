@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from django.db import connection
 
-from tests.drivers.support import request
+from tests.drivers.support import claim, request
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.params import array_text, batch_params
+from ultimat3_jobs.types import AttemptError, SettleItem
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,3 +84,67 @@ def test_a_batch_of_awkward_inputs_is_stored_as_given(threshold) -> None:
     assert [(json.loads(text), tenant) for text, tenant in stored] == [
         (json.loads(r.input_json), r.tenant_id) for r in by_id
     ]
+
+
+AWKWARD_RESULTS = ['{"q":"say \\"hi\\""}', '"C:\\\\dir"', '{"s":"{a,b}"}', '"\u00e9t\u00e9"']
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["acks only", "mixed endings"])
+def test_a_flush_of_awkward_endings_is_stored_as_given(threshold, mixed: bool) -> None:
+    """The settle's arrays (ids, tokens, results, progress, errors, delays, counts) travel as
+    array text too: every value lands as it was, acks alone (``job_ack_many``) or mixed with
+    a retry and a failure (``job_settle_many``)."""
+    driver = PostgresDriver()
+    driver.job_enqueue_many(requests=[request() for _ in range(len(AWKWARD_RESULTS) + 2)])
+    jobs = claim(driver, limit=len(AWKWARD_RESULTS) + 2)
+    error = AttemptError(attempt=1, error_class="x.Boom", message='a "quoted" \\ {b,c}')
+    items = [
+        SettleItem(
+            job_id=job.id,
+            claim_token=job.claim_token,
+            action="complete",
+            result_json=text,
+            progress_json=None if n % 2 else '{"at":"{1,2}"}',
+        )
+        for n, (job, text) in enumerate(zip(jobs, AWKWARD_RESULTS, strict=False))
+    ]
+    retried, failed = jobs[-2:]
+    if mixed:
+        items += [
+            SettleItem(
+                job_id=retried.id,
+                claim_token=retried.claim_token,
+                action="retry",
+                error=error,
+                delay_seconds=30.5,
+                counts_as_attempt=False,
+            ),
+            SettleItem(
+                job_id=failed.id, claim_token=failed.claim_token, action="fail", error=error
+            ),
+        ]
+    assert driver.job_settle_many(items=items) == {item.job_id for item in items}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select id, state, result, progress, errors, attempt,"
+            " run_at > now() + interval '29 seconds' from x_jobs where id = any(%s)",
+            [[item.job_id for item in items]],
+        )
+        stored = {row[0]: _decoded(row[1:]) for row in cursor.fetchall()}
+    for n, item in enumerate(items[: len(AWKWARD_RESULTS)]):
+        state, result, progress, _, _, _ = stored[item.job_id]
+        assert (state, result) == ("completed", json.loads(item.result_json))
+        assert progress == (None if n % 2 else {"at": "{1,2}"})
+    if mixed:
+        state, _, _, errors, attempt, later = stored[retried.id]
+        assert (state, attempt, later) == ("queued", 0, True)
+        assert errors[-1]["message"] == error.message
+        state, _, _, errors, attempt, _ = stored[failed.id]
+        assert (state, attempt, errors[-1]["message"]) == ("failed", 1, error.message)
+
+
+def _decoded(row: tuple[object, ...]) -> tuple[object, ...]:
+    """The row with its jsonb columns (read back as their text) parsed."""
+    state, *jsonb, attempt, later = row
+    parsed = [json.loads(value) if isinstance(value, str) else value for value in jsonb]
+    return (state, *parsed, attempt, later)

@@ -15,7 +15,7 @@ from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.runtime.common.pool import BodyPool
 from ultimat3_jobs.runtime.worker import WorkerConfig
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.runtime.worker.settle import Settler
+from ultimat3_jobs.runtime.worker.settle import ACK_BATCH_MAX, Settler
 from ultimat3_jobs.types import JobState
 
 STOP_BOUND_SECONDS = 5.0
@@ -37,18 +37,26 @@ class HeldStore(MemoryDriver):
         return super().job_settle_many(items=items)
 
 
-def test_an_ending_queued_behind_a_write_is_settled_and_the_stop_ends_at_once() -> None:
-    store = HeldStore()
-    first, second = _claimed(store, 2)
+def _started(
+    store: MemoryDriver, *, ack_flush: float
+) -> tuple[Settler, BodyPool, list[tuple[Attempt, str]]]:
+    """A running settler over ``store``, its hook pool and the list of what it has done."""
     done: list[tuple[Attempt, str]] = []
     hooks = BodyPool(1, name="test-hooks")
     settler = Settler(
         driver=store,
-        config=WorkerConfig(queues=("default",), concurrency=2, ack_flush=0.05),
+        config=WorkerConfig(queues=("default",), concurrency=2, ack_flush=ack_flush),
         on_done=lambda attempt, how: done.append((attempt, how)),
         hooks=hooks,
     )
     settler.start()
+    return settler, hooks, done
+
+
+def test_an_ending_queued_behind_a_write_is_settled_and_the_stop_ends_at_once() -> None:
+    store = HeldStore()
+    first, second = _claimed(store, 2)
+    settler, hooks, done = _started(store, ack_flush=0.05)
     try:
         settler.put(Outcome(first, "completed", result_json="1"))
         assert store.writing.wait(5)
@@ -67,3 +75,38 @@ def test_an_ending_queued_behind_a_write_is_settled_and_the_stop_ends_at_once() 
         hooks.shutdown(timeout=1)
     assert [attempt.job.id for attempt, _ in done] == [first.job.id, second.job.id]
     assert {store.job_get(job_id=a.job.id).state for a in (first, second)} == {JobState.COMPLETED}
+
+
+class CountingStore(MemoryDriver):
+    """Records the size of each settle write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[int] = []
+
+    def job_settle_many(self, *, items):
+        self.writes.append(len(items))
+        return super().job_settle_many(items=items)
+
+
+def test_full_batches_are_written_without_waiting_for_the_flush_window() -> None:
+    """The settler sleeps through its flush window instead of waking for each ending; a full
+    batch (``ACK_BATCH_MAX`` endings) still ends the window at once, and so does the stop."""
+    store = CountingStore()
+    attempts = _claimed(store, 2 * ACK_BATCH_MAX + 3)
+    settler, hooks, done = _started(store, ack_flush=600.0)
+    try:
+        for attempt in attempts:
+            settler.put(Outcome(attempt, "completed", result_json="1"))
+        deadline = time.monotonic() + 60
+        while len(done) < 2 * ACK_BATCH_MAX and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.writes[:2] == [ACK_BATCH_MAX, ACK_BATCH_MAX]
+        began = time.monotonic()
+        settler.stop(timeout=60)
+        assert not settler.is_alive()
+        assert time.monotonic() - began < STOP_BOUND_SECONDS
+        assert sum(store.writes) == len(attempts) and len(done) == len(attempts)
+    finally:
+        settler.stop(timeout=1)
+        hooks.shutdown(timeout=1)

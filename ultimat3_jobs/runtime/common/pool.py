@@ -14,9 +14,36 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from django.db import connections
+from django.db import close_old_connections, connections
+from django.db.backends.signals import connection_created
 
 logger = logging.getLogger("ultimat3_jobs.worker")
+
+
+class _Opened(threading.local):
+    """Whether the calling thread ever opened a database connection (``connection_created``
+    is sent on the thread that connects)."""
+
+    any = False
+
+
+_opened = _Opened()
+
+
+def _opened_here(sender: object, **kwargs: object) -> None:
+    _opened.any = True
+
+
+connection_created.connect(_opened_here, dispatch_uid="ultimat3_jobs.thread_opened")
+
+
+def close_old_thread_connections() -> None:
+    """Django's ``close_old_connections()`` for the calling thread, as Django runs it after a
+    request: a connection left broken, in a transaction or past its age is closed. Skipped on
+    a thread that never connected, which has nothing to check: the check itself (a failed
+    thread-local lookup per alias) cost more than a no-op body."""
+    if _opened.any:
+        close_old_connections()
 
 
 def close_thread_connections() -> None:

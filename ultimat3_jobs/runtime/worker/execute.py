@@ -9,14 +9,13 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from django.db import close_old_connections
-
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobInputInvalid, JobUnknown
 from ultimat3_jobs.model.context import install_job, uninstall_job
 from ultimat3_jobs.model.requests import check_input_signature
 from ultimat3_jobs.model.steps import StepSuspended
 from ultimat3_jobs.model.tenancy import tenant_scope
+from ultimat3_jobs.runtime.common.pool import close_old_thread_connections
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.types import AttemptError
@@ -145,7 +144,7 @@ def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]
         with _BodyScope(attempt):
             try:
                 result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     close = getattr(result, "close", None)
                     if close is not None:
                         close()
@@ -174,7 +173,7 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
         # body left broken, in a transaction or past its age is closed before this thread runs
         # anything else, so the next body on it starts with a sound one (a connection that
         # only aged while the thread was idle is closed after that next body).
-        close_old_connections()
+        close_old_thread_connections()
     return ended if ended is not None else finish(attempt, result, worker_id=worker_id)
 
 

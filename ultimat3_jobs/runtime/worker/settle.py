@@ -67,14 +67,19 @@ class Settler(threading.Thread):
         self._worker_id = config.worker_id
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
+        self._full = threading.Event()
+        """Ends the flush window early: a full batch waits, or the stop came."""
 
     def put(self, outcome: Outcome) -> None:
         self._queue.put(outcome)
+        if self._queue.qsize() >= ACK_BATCH_MAX:
+            self._full.set()
 
     def stop(self, timeout: float | None = None) -> None:
         """Settle what is queued, then stop."""
         self._stopping.set()
         self._queue.put(None)
+        self._full.set()
         self.join(timeout)
 
     def run(self) -> None:
@@ -90,19 +95,20 @@ class Settler(threading.Thread):
             close_thread_connections()
 
     def _gather(self) -> list[Outcome]:
+        """The endings of one flush: the first (waited for), then what else came within
+        ``ack_flush`` of it, up to ``ACK_BATCH_MAX``. The thread sleeps through the window
+        instead of waking for each ending (a wake per ending cost more CPU than its share of
+        the statement); a full batch or the stop ends the window at once."""
         first = self._queue.get()
         if first is None:
             return []
+        if self._queue.qsize() + 1 < ACK_BATCH_MAX and not self._stopping.is_set():
+            self._full.wait(self._config.ack_flush)
+        self._full.clear()  # a batch still full after this one is seen by the size check
         batch = [first]
-        deadline = time.monotonic() + self._config.ack_flush
         while len(batch) < ACK_BATCH_MAX:
             try:
-                remaining = deadline - time.monotonic()
-                item = (
-                    self._queue.get(timeout=remaining)
-                    if remaining > 0
-                    else (self._queue.get_nowait())
-                )
+                item = self._queue.get_nowait()
             except queue.Empty:
                 break
             if item is None:
