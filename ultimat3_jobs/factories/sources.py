@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.db import models
+
 from ultimat3_jobs.errors import BackfillInvalid
 
 RowsMode = Literal["instances", "queryset"]
@@ -107,23 +109,75 @@ def _instances_reader(ordered: Any) -> Reader:
     return read
 
 
+class _CursorSlot(models.Expression):
+    """Where the cursor goes in the range reader's compiled key read: compiled as one
+    placeholder whose parameter is the slot itself, found and replaced on each read."""
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        return "%s", [self]
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyRead:
+    """A key read compiled once: its SQL, its parameters and the index of the cursor's. The
+    cursor goes in, and the keys come out, as the primary key's field converts them."""
+
+    sql: str
+    params: tuple[Any, ...]
+    slot: int | None
+    connection: Any
+    key: Any
+
+    def keys(self, cursor: Any) -> list[Any]:
+        params = list(self.params)
+        if self.slot is not None:
+            params[self.slot] = self.key.get_db_prep_value(cursor, self.connection)
+        with self.connection.cursor() as db_cursor:
+            db_cursor.execute(self.sql, params)
+            return [self.key.to_python(row[0]) for row in db_cursor.fetchall()]
+
+
+def _compile(ordered: Any, *, after: bool, low: int, high: int) -> _KeyRead:
+    """The key read of ``ordered`` (after a cursor or from the start), keys ``low`` to
+    ``high`` in key order, compiled as the queryset's own database speaks it."""
+    key = ordered.model._meta.pk
+    page = ordered.filter(pk__gt=_CursorSlot(output_field=key)) if after else ordered
+    keys = page.values_list("pk", flat=True)[low:high]
+    compiler = keys.query.get_compiler(using=keys.db)
+    sql, params = compiler.as_sql()
+    slots = [n for n, param in enumerate(params) if isinstance(param, _CursorSlot)]
+    slot = slots[0] if slots else None
+    return _KeyRead(sql, tuple(params), slot, compiler.connection, key)
+
+
 def _range_reader(ordered: Any) -> Reader:
     """A full batch costs one read of one key (the ``limit``-th after the cursor, through the
     primary key's index); only a short last batch reads its keys. The QuerySet handed on is
-    ``cursor < pk <= last key``, with the source's own filters."""
+    ``cursor < pk <= last key``, with the source's own filters. Each key read is compiled once
+    (per batch size) and run with the cursor in its place: a batch does not pay Django's
+    compilation of the read."""
+    compiled: dict[tuple[bool, int, int], _KeyRead] = {}
+
+    def keys(cursor: Any, low: int, high: int) -> list[Any]:
+        shape = (cursor is not None, low, high)
+        read = compiled.get(shape)
+        if read is None:
+            read = compiled[shape] = _compile(ordered, after=shape[0], low=low, high=high)
+        return read.keys(cursor)
 
     def read(cursor: Any, limit: int) -> Page:
-        page = ordered if cursor is None else ordered.filter(pk__gt=cursor)
-        keys = page.values_list("pk", flat=True)
-        last = list(keys[limit - 1 : limit])
+        last = keys(cursor, limit - 1, limit)
         if last:
             count = limit
         else:
-            last = list(keys[:limit])
+            last = keys(cursor, 0, limit)
             count = len(last)
         if not count:
-            return Page(page.none(), 0, cursor, True)
-        return Page(page.filter(pk__lte=last[-1]), count, cursor_of(last[-1]), count < limit)
+            return Page(ordered.none(), 0, cursor, True)
+        bounds = (
+            {"pk__lte": last[-1]} if cursor is None else {"pk__gt": cursor, "pk__lte": last[-1]}
+        )
+        return Page(ordered.filter(**bounds), count, cursor_of(last[-1]), count < limit)
 
     return read
 
