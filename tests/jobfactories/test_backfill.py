@@ -176,19 +176,20 @@ def test_a_failed_batch_is_read_again_from_its_stored_cursor(memory_driver) -> N
     assert (run.rows_done, run.batches_done, run.status) == (6, 2, "completed")
 
 
-def test_a_replayed_batch_handles_its_page_again_and_writes_no_ledger_row() -> None:
-    """A worker killed after a batch's ledger write but before its step was stored: the replay
-    handles that page again (at least once) and the ledger counts it once."""
+def test_a_replayed_batch_handles_its_page_again_and_counts_nothing_itself() -> None:
+    """A worker killed after a batch's handle but before its step was stored: the replay
+    handles that page again (at least once). The batch counts nothing itself: its count is
+    written with its step's record (``backfill_step_put``), so the ledger counts it once."""
     ids = [SweepRow.objects.create().pk for _ in range(3)]
     declaration = backfill_declaration(sweep.name)
     run_id = uuid.uuid4()
     get_driver().backfill_start(name=sweep.name, scope="all", run_id=run_id, environment="")
-    first = _batch(declaration, run_id, 1, None, threading.Event())
-    again = _batch(declaration, run_id, 1, None, threading.Event())
+    first = _batch(declaration, 1, None, threading.Event())
+    again = _batch(declaration, 1, None, threading.Event())
     assert first == again == {"cursor": ids[-1], "rows": 3, "done": True}
     assert list(SweepRow.objects.values_list("handled", flat=True)) == [2, 2, 2]
     (run,) = Backfill.objects.filter(run_id=run_id)
-    assert (run.rows_done, run.batches_done) == (3, 1)
+    assert (run.rows_done, run.batches_done) == (0, 0)
 
 
 def mark_range(rows: QuerySet[SweepRow]) -> None:
@@ -219,12 +220,10 @@ def test_rows_queryset_hands_each_batch_as_its_key_range_without_loading_it() ->
         mark_range(rows)
 
     declaration = backfill_declaration(ranged.name)
-    run_id = uuid.uuid4()
-    get_driver().backfill_start(name=ranged.name, scope="all", run_id=run_id, environment="")
     cursor, outputs = None, []
     for number in range(1, 5):
         recording = dataclasses.replace(declaration, handle=record)
-        output = _batch(recording, run_id, number, cursor, threading.Event())
+        output = _batch(recording, number, cursor, threading.Event())
         outputs.append(output)
         cursor = output["cursor"]
         if output["done"]:
@@ -237,8 +236,6 @@ def test_rows_queryset_hands_each_batch_as_its_key_range_without_loading_it() ->
     ]
     handled = dict(SweepRow.objects.values_list("pk", "handled"))
     assert [handled[pk] for pk in ids] == [1, 5, 1, 1, 1, 5, 1, 1, 1, 1]
-    (run,) = Backfill.objects.filter(run_id=run_id)
-    assert (run.rows_done, run.batches_done, run.cursor) == (8, 3, kept[-1])
 
 
 def test_rows_queryset_runs_to_completion_and_ends_on_an_empty_batch_after_a_full_one() -> None:
@@ -332,7 +329,7 @@ def test_the_throttle_wait_is_cancellable() -> None:
     cancelled = threading.Event()
     cancelled.set()
     with pytest.raises(JobAborted):
-        _batch(backfill_declaration(slow.name), uuid.uuid4(), 1, None, cancelled)
+        _batch(backfill_declaration(slow.name), 1, None, cancelled)
 
 
 def test_inspect_and_the_pending_gate() -> None:
