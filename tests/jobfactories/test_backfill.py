@@ -387,3 +387,25 @@ def test_a_bad_declaration_is_refused_with_x_backfill_invalid(options, rule) -> 
     with pytest.raises(BackfillInvalid, match=rule) as raised:
         backfill("tests.backfill.bad", handle=mark, **options)
     assert raised.value.code == "X_BACKFILL_INVALID"
+
+
+def test_on_postgresql_a_batch_writes_its_step_and_its_count_in_one_statement() -> None:
+    """Per batch: the key read, ``handle``'s update and one ``backfill_step_put`` (no separate
+    ``backfill_advance``); the ledger still counts every row."""
+    for _ in range(7):
+        SweepRow.objects.create()
+    seen: list[str] = []
+
+    def spy(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    result = ranged.enqueue()
+    with connection.execute_wrapper(spy):
+        summary = run_enqueued()
+    assert summary.completed == (result.id,), summary.errors
+    named = [text.split("\n", 1)[0] for text in seen if text.startswith("-- ")]
+    assert sum("A batch's step recorded done" in line for line in named) == 3
+    assert not [text for text in seen if "batches_done = " in text and "with counted" not in text]
+    (run,) = Backfill.objects.filter(run_id=result.id)
+    assert (run.rows_done, run.batches_done, run.status) == (7, 3, "completed")
