@@ -21,7 +21,7 @@ from tests.testapp.models import Effect, SweepRow
 from ultimat3_jobs import Retry
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import BackfillInvalid, JobAborted
-from ultimat3_jobs.factories import backfill, inspect_backfills
+from ultimat3_jobs.factories import backfill, inspect_backfills, sources
 from ultimat3_jobs.factories.backfill import _batch, backfill_declaration, run
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.steps import InlineWriter
@@ -409,3 +409,27 @@ def test_on_postgresql_a_batch_writes_its_step_and_its_count_in_one_statement() 
     assert not [text for text in seen if "batches_done = " in text and "with counted" not in text]
     (run,) = Backfill.objects.filter(run_id=result.id)
     assert (run.rows_done, run.batches_done, run.status) == (7, 3, "completed")
+
+
+@pytest.mark.parametrize(("fresh_seconds", "reads"), [(60.0, 3), (-1.0, 11)])
+def test_one_key_read_serves_up_to_eight_batches_while_fresh(
+    monkeypatch, fresh_seconds, reads
+) -> None:
+    """30 rows in batches of 3: a read finds the boundaries of 8 batches (24 keys), the 9th
+    batch reads the last 6, and the 11th finds none. A boundary found ahead and not fresh any
+    more is read again: one read per batch. Either way every row is handled once."""
+    monkeypatch.setattr(sources, "READ_AHEAD_SECONDS", fresh_seconds)
+    ids = [SweepRow.objects.create().pk for _ in range(30)]
+    seen: list[str] = []
+
+    def spy(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    result = ranged.enqueue()
+    with connection.execute_wrapper(spy):
+        summary = run_enqueued()
+    assert summary.completed == (result.id,), summary.errors
+    assert sum("ROW_NUMBER()" in text for text in seen) == reads
+    assert Job.objects.get(id=result.id).result == {"rows": 30, "batches": 11, "cursor": ids[-1]}
+    assert list(SweepRow.objects.values_list("handled", flat=True)) == [1] * 30
