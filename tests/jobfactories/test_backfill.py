@@ -9,6 +9,7 @@ import io
 import json
 import threading
 import uuid
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -389,11 +390,8 @@ def test_a_bad_declaration_is_refused_with_x_backfill_invalid(options, rule) -> 
     assert raised.value.code == "X_BACKFILL_INVALID"
 
 
-def test_on_postgresql_a_batch_writes_its_step_and_its_count_in_one_statement() -> None:
-    """Per batch: the key read, ``handle``'s update and one ``backfill_step_put`` (no separate
-    ``backfill_advance``); the ledger still counts every row."""
-    for _ in range(7):
-        SweepRow.objects.create()
+def run_ranged_seeing_statements() -> tuple[Any, list[str]]:
+    """Run ``ranged`` to completion and answer its enqueue result and every statement sent."""
     seen: list[str] = []
 
     def spy(execute, sql, params, many, context):
@@ -404,6 +402,15 @@ def test_on_postgresql_a_batch_writes_its_step_and_its_count_in_one_statement() 
     with connection.execute_wrapper(spy):
         summary = run_enqueued()
     assert summary.completed == (result.id,), summary.errors
+    return result, seen
+
+
+def test_on_postgresql_a_batch_writes_its_step_and_its_count_in_one_statement() -> None:
+    """Per batch: the key read, ``handle``'s update and one ``backfill_step_put`` (no separate
+    ``backfill_advance``); the ledger still counts every row."""
+    for _ in range(7):
+        SweepRow.objects.create()
+    result, seen = run_ranged_seeing_statements()
     named = [text.split("\n", 1)[0] for text in seen if text.startswith("-- ")]
     assert sum("A batch's step recorded done" in line for line in named) == 3
     assert not [text for text in seen if "batches_done = " in text and "with counted" not in text]
@@ -420,16 +427,7 @@ def test_one_key_read_serves_up_to_eight_batches_while_fresh(
     more is read again: one read per batch. Either way every row is handled once."""
     monkeypatch.setattr(sources, "READ_AHEAD_SECONDS", fresh_seconds)
     ids = [SweepRow.objects.create().pk for _ in range(30)]
-    seen: list[str] = []
-
-    def spy(execute, sql, params, many, context):
-        seen.append(sql)
-        return execute(sql, params, many, context)
-
-    result = ranged.enqueue()
-    with connection.execute_wrapper(spy):
-        summary = run_enqueued()
-    assert summary.completed == (result.id,), summary.errors
+    result, seen = run_ranged_seeing_statements()
     assert sum("ROW_NUMBER()" in text for text in seen) == reads
     assert Job.objects.get(id=result.id).result == {"rows": 30, "batches": 11, "cursor": ids[-1]}
     assert list(SweepRow.objects.values_list("handled", flat=True)) == [1] * 30
