@@ -8,8 +8,8 @@ rows/s as a share of the plain loop's. The backfill is declared ``rows="queryset
 that sets columns in SQL would be: its ``handle`` gets the batch's key range as a QuerySet and
 sends the plain loop's update on it (``id > cursor and id <= last key``, the same 1,000 rows
 as the loop's ``BETWEEN``), so both sides run the same UPDATE on the same rows and batches; the
-backfill adds what makes it resumable (the read of each batch's last key, the ledger's count,
-the step).
+backfill adds what makes it resumable (the reads of batch boundaries, one per 8 batches, and
+the step with the ledger's count, one statement per batch).
 
 ``purge``: a drain of ``purge_drain_jobs`` no-op jobs on a table that also holds
 ``purge_rows`` jobs finished two hours ago, once alone, then again with a purge of those
@@ -98,8 +98,8 @@ def phase_backfill(bench: Bench) -> None:
             f"backfill of {rows:,} rows, batches of {BATCH}, 1 slot: database clock",
             backfill_rate,
             "rows/s",
-            detail='rows="queryset": per batch one key read, the update and the ledger '
-            "count in one transaction, one step (cursor and count stored)",
+            detail='rows="queryset": one key read per 8 batches; per batch the update, then '
+            "the step (cursor and count) and the ledger count in one statement, one transaction",
         )
     )
     bench.add(

@@ -129,6 +129,9 @@ DJANGO_EXCEPTIONS = {
     # A rollup or a view refresh runs the project's own statement on the project's own alias:
     # not a job-store table, so not a driver's statement.
     ("factories.rollup", "django.db.connections"),
+    # The range reader compiles the source's key read once, with an expression marking the
+    # cursor's place: the project's own queryset on the project's own alias.
+    ("factories.sources", "django.db.models"),
 }
 # Imports inside a function, each with its reason.
 FUNCTION_IMPORTS = {

@@ -4,10 +4,12 @@ scope."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
 
+from tests.drivers.steps_support import running
 from ultimat3_jobs.errors import StoreRefused
 
 
@@ -75,3 +77,48 @@ def test_the_list_is_bounded_and_newest_first(driver) -> None:
         {r.started_at for r in driver.backfill_list()}
     ) < 3
     assert len(driver.backfill_list(limit=2)) == 2
+
+
+def batch_put(driver, job, batch: int, output: dict, token=None) -> bool:
+    return driver.backfill_step_put(
+        job_id=job.id,
+        claim_token=token or job.claim_token,
+        name=f"batch:{batch}",
+        seq=batch,
+        kind="run",
+        status="done",
+        output_json=json.dumps(output),
+        batch=batch,
+    )
+
+
+def test_a_batch_step_put_records_the_step_and_counts_the_batch_once(driver) -> None:
+    """``backfill_step_put``: the batch's step recorded done and, when it swept rows, the
+    ledger's count of it (the run is the job); a batch that swept nothing is recorded, not
+    counted; a step already recorded does not land and counts nothing more."""
+    job = running(driver)
+    assert start(driver, job.id) is not None
+    assert batch_put(driver, job, 1, {"cursor": 10, "rows": 10, "done": False})
+    assert batch_put(driver, job, 2, {"cursor": 10, "rows": 0, "done": True})
+    assert not batch_put(driver, job, 1, {"cursor": 10, "rows": 10, "done": False})
+    steps = {s.name: s.output for s in driver.step_get_many(job_id=job.id)}
+    assert steps == {
+        "batch:1": {"cursor": 10, "rows": 10, "done": False},
+        "batch:2": {"cursor": 10, "rows": 0, "done": True},
+    }
+    (run,) = driver.backfill_list()
+    assert (run.rows_done, run.batches_done, run.cursor) == (10, 1, 10)
+
+
+def test_a_batch_step_put_that_loses_its_fence_records_nothing(driver) -> None:
+    """A lost fence: no step (the caller's transaction, where there is one, takes the count
+    back with it). The count is written first where there is none, so a replay that records
+    the batch never counts it twice."""
+    job = running(driver)
+    assert start(driver, job.id) is not None
+    output = {"cursor": 3, "rows": 3, "done": True}
+    assert not batch_put(driver, job, 1, output, token=uuid.uuid4())
+    assert driver.step_get_many(job_id=job.id) == []
+    assert batch_put(driver, job, 1, output)
+    (run,) = driver.backfill_list()
+    assert (run.rows_done, run.batches_done) == (3, 1)

@@ -9,6 +9,7 @@ import io
 import json
 import threading
 import uuid
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -21,7 +22,7 @@ from tests.testapp.models import Effect, SweepRow
 from ultimat3_jobs import Retry
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import BackfillInvalid, JobAborted
-from ultimat3_jobs.factories import backfill, inspect_backfills
+from ultimat3_jobs.factories import backfill, inspect_backfills, sources
 from ultimat3_jobs.factories.backfill import _batch, backfill_declaration, run
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.steps import InlineWriter
@@ -176,19 +177,20 @@ def test_a_failed_batch_is_read_again_from_its_stored_cursor(memory_driver) -> N
     assert (run.rows_done, run.batches_done, run.status) == (6, 2, "completed")
 
 
-def test_a_replayed_batch_handles_its_page_again_and_writes_no_ledger_row() -> None:
-    """A worker killed after a batch's ledger write but before its step was stored: the replay
-    handles that page again (at least once) and the ledger counts it once."""
+def test_a_replayed_batch_handles_its_page_again_and_counts_nothing_itself() -> None:
+    """A worker killed after a batch's handle but before its step was stored: the replay
+    handles that page again (at least once). The batch counts nothing itself: its count is
+    written with its step's record (``backfill_step_put``), so the ledger counts it once."""
     ids = [SweepRow.objects.create().pk for _ in range(3)]
     declaration = backfill_declaration(sweep.name)
     run_id = uuid.uuid4()
     get_driver().backfill_start(name=sweep.name, scope="all", run_id=run_id, environment="")
-    first = _batch(declaration, run_id, 1, None, threading.Event())
-    again = _batch(declaration, run_id, 1, None, threading.Event())
+    first = _batch(declaration, 1, None, threading.Event())
+    again = _batch(declaration, 1, None, threading.Event())
     assert first == again == {"cursor": ids[-1], "rows": 3, "done": True}
     assert list(SweepRow.objects.values_list("handled", flat=True)) == [2, 2, 2]
     (run,) = Backfill.objects.filter(run_id=run_id)
-    assert (run.rows_done, run.batches_done) == (3, 1)
+    assert (run.rows_done, run.batches_done) == (0, 0)
 
 
 def mark_range(rows: QuerySet[SweepRow]) -> None:
@@ -219,12 +221,10 @@ def test_rows_queryset_hands_each_batch_as_its_key_range_without_loading_it() ->
         mark_range(rows)
 
     declaration = backfill_declaration(ranged.name)
-    run_id = uuid.uuid4()
-    get_driver().backfill_start(name=ranged.name, scope="all", run_id=run_id, environment="")
     cursor, outputs = None, []
     for number in range(1, 5):
         recording = dataclasses.replace(declaration, handle=record)
-        output = _batch(recording, run_id, number, cursor, threading.Event())
+        output = _batch(recording, number, cursor, threading.Event())
         outputs.append(output)
         cursor = output["cursor"]
         if output["done"]:
@@ -237,8 +237,6 @@ def test_rows_queryset_hands_each_batch_as_its_key_range_without_loading_it() ->
     ]
     handled = dict(SweepRow.objects.values_list("pk", "handled"))
     assert [handled[pk] for pk in ids] == [1, 5, 1, 1, 1, 5, 1, 1, 1, 1]
-    (run,) = Backfill.objects.filter(run_id=run_id)
-    assert (run.rows_done, run.batches_done, run.cursor) == (8, 3, kept[-1])
 
 
 def test_rows_queryset_runs_to_completion_and_ends_on_an_empty_batch_after_a_full_one() -> None:
@@ -332,7 +330,7 @@ def test_the_throttle_wait_is_cancellable() -> None:
     cancelled = threading.Event()
     cancelled.set()
     with pytest.raises(JobAborted):
-        _batch(backfill_declaration(slow.name), uuid.uuid4(), 1, None, cancelled)
+        _batch(backfill_declaration(slow.name), 1, None, cancelled)
 
 
 def test_inspect_and_the_pending_gate() -> None:
@@ -390,3 +388,46 @@ def test_a_bad_declaration_is_refused_with_x_backfill_invalid(options, rule) -> 
     with pytest.raises(BackfillInvalid, match=rule) as raised:
         backfill("tests.backfill.bad", handle=mark, **options)
     assert raised.value.code == "X_BACKFILL_INVALID"
+
+
+def run_ranged_seeing_statements() -> tuple[Any, list[str]]:
+    """Run ``ranged`` to completion and answer its enqueue result and every statement sent."""
+    seen: list[str] = []
+
+    def spy(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    result = ranged.enqueue()
+    with connection.execute_wrapper(spy):
+        summary = run_enqueued()
+    assert summary.completed == (result.id,), summary.errors
+    return result, seen
+
+
+def test_on_postgresql_a_batch_writes_its_step_and_its_count_in_one_statement() -> None:
+    """Per batch: the key read, ``handle``'s update and one ``backfill_step_put`` (no separate
+    ``backfill_advance``); the ledger still counts every row."""
+    for _ in range(7):
+        SweepRow.objects.create()
+    result, seen = run_ranged_seeing_statements()
+    named = [text.split("\n", 1)[0] for text in seen if text.startswith("-- ")]
+    assert sum("A batch's step recorded done" in line for line in named) == 3
+    assert not [text for text in seen if "batches_done = " in text and "with counted" not in text]
+    (run,) = Backfill.objects.filter(run_id=result.id)
+    assert (run.rows_done, run.batches_done, run.status) == (7, 3, "completed")
+
+
+@pytest.mark.parametrize(("fresh_seconds", "reads"), [(60.0, 3), (-1.0, 11)])
+def test_one_key_read_serves_up_to_eight_batches_while_fresh(
+    monkeypatch, fresh_seconds, reads
+) -> None:
+    """30 rows in batches of 3: a read finds the boundaries of 8 batches (24 keys), the 9th
+    batch reads the last 6, and the 11th finds none. A boundary found ahead and not fresh any
+    more is read again: one read per batch. Either way every row is handled once."""
+    monkeypatch.setattr(sources, "READ_AHEAD_SECONDS", fresh_seconds)
+    ids = [SweepRow.objects.create().pk for _ in range(30)]
+    result, seen = run_ranged_seeing_statements()
+    assert sum("ROW_NUMBER()" in text for text in seen) == reads
+    assert Job.objects.get(id=result.id).result == {"rows": 30, "batches": 11, "cursor": ids[-1]}
+    assert list(SweepRow.objects.values_list("handled", flat=True)) == [1] * 30

@@ -219,6 +219,11 @@ PARAMS: dict[str, dict[str, Any]] = {
     "backfill_start": {"name": "b", "scope": "all", "run_id": A, "environment": ""},
     "backfill_get": {"run_id": A},
     "backfill_advance": {"run_id": A, "batch": 1, "cursor": "3", "rows": 3},
+    "backfill_step_put": {
+        **{"id": A, "claim_token": A, "name": "batch:1", "seq": 1, "kind": "run"},
+        **{"output": '{"cursor": 3, "rows": 3, "done": true}', "error": None},
+        **{"run_id": A, "batch": 1, "cursor": "3", "rows": 3},
+    },
     "backfill_finish": {"run_id": A, "status": "completed", "error": ""},
     "backfill_list": {"limit": 10},
 }

@@ -10,10 +10,15 @@ diff. Only a ``completed`` run blocks a new run of the same name and scope.
 from __future__ import annotations
 
 import abc
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.drivers.steps_seam import StepMethods
+    from ultimat3_jobs.types import StepKind, StepStatus
 
 BackfillStatus = Literal["running", "completed", "failed"]
 BACKFILL_LIST_MAX = 1000
@@ -62,6 +67,44 @@ class BackfillMethods(abc.ABC):
         """Record that batch number ``batch`` of a running run swept ``rows`` rows and stored
         ``cursor_json``: only when the run has recorded fewer batches, so a replayed batch
         writes nothing. Answers whether it landed."""
+
+    def backfill_step_put(
+        self,
+        *,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        name: str,
+        seq: int,
+        kind: StepKind,
+        status: StepStatus,
+        output_json: str = "null",
+        error_json: str | None = None,
+        batch: int,
+    ) -> bool:
+        """``step_put`` of batch number ``batch``'s step, whose output (``{"cursor", "rows",
+        "done"}``) also counts the batch in the ledger of the run ``job_id``
+        (``backfill_advance``) when it swept rows. Here the count is written first, so a record
+        that lands never lacks its count (a replay does not count twice); a driver whose
+        ledger and steps share a transaction writes both in one statement. Answers whether the
+        record landed."""
+        output = json.loads(output_json)
+        if output["rows"]:
+            self.backfill_advance(
+                run_id=job_id,
+                batch=batch,
+                cursor_json=json.dumps(output["cursor"]),
+                rows=output["rows"],
+            )
+        return cast("StepMethods", self).step_put(
+            job_id=job_id,
+            claim_token=claim_token,
+            name=name,
+            seq=seq,
+            kind=kind,
+            status=status,
+            output_json=output_json,
+            error_json=error_json,
+        )
 
     @abc.abstractmethod
     def backfill_finish(

@@ -15,7 +15,6 @@ batch. After the last batch, ``count`` (rows still to do) must be 0, else the ru
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import uuid
 from collections.abc import Callable, Iterable
@@ -173,15 +172,15 @@ def run(declaration: BackfillDeclaration, ctx: JobContext) -> dict[str, Any]:
     """One run: ``start``, the batches, ``count``, ``finish``. A backfill refusal fails the run
     for good (recorded ``failed`` in the ledger); any other error is retried by the job."""
     run_id = ctx.job_id
+    driver = get_driver()
     try:
         ctx.step.run("start", functools.partial(_start, declaration, run_id))
         cursor: Any = None
         rows = batches = 0
         while True:
-            batch = functools.partial(
-                _batch, declaration, run_id, batches + 1, cursor, ctx.cancelled
-            )
-            done = ctx.step.run(f"batch:{batches + 1}", batch, atomic=True)
+            batch = functools.partial(_batch, declaration, batches + 1, cursor, ctx.cancelled)
+            record = functools.partial(driver.backfill_step_put, batch=batches + 1)
+            done = ctx.step.run_recorded(f"batch:{batches + 1}", batch, record=record)
             batches += 1
             rows += done["rows"]
             cursor = done["cursor"]
@@ -220,17 +219,15 @@ def _start(declaration: BackfillDeclaration, run_id: uuid.UUID) -> dict[str, str
 
 
 def _batch(
-    declaration: BackfillDeclaration,
-    run_id: uuid.UUID,
-    number: int,
-    cursor: Any,
-    cancelled: threading.Event,
+    declaration: BackfillDeclaration, number: int, cursor: Any, cancelled: threading.Event
 ) -> dict[str, Any]:
-    """One batch: the throttle's wait, the page after ``cursor``, then ``handle`` and the
-    ledger's advance. It runs as an ``atomic=True`` step: on the job database, ``handle``'s
-    writes there, the ledger's count and the batch's step (its cursor) commit in one
-    transaction, one commit per batch; the transaction opens on the page's read, so the
-    throttle's wait holds none open. A ledger elsewhere (Redis, memory): no transaction."""
+    """One batch: the throttle's wait, the page after ``cursor``, then ``handle``. It runs as
+    an atomic step whose record is ``backfill_step_put``: on the job database, ``handle``'s
+    writes there, the batch's step (its cursor and count) and the ledger's count of it commit
+    in one transaction, one commit per batch, the step and the count written by one
+    statement; the transaction opens on the page's read, so the throttle's wait holds none
+    open. A ledger elsewhere (Redis, memory): no transaction, the count written before the
+    step."""
     if declaration.rate is not None and cancelled.wait(1.0 / declaration.rate):
         raise JobAborted(f"backfill {declaration.name!r} was cancelled during its throttle wait")
     page = declaration.read(cursor, declaration.batch_size)
@@ -241,9 +238,6 @@ def _batch(
         )
     if page.count:
         declaration.handle(page.rows)
-        get_driver().backfill_advance(
-            run_id=run_id, batch=number, cursor_json=json.dumps(page.cursor), rows=page.count
-        )
     return {"cursor": page.cursor if page.count else cursor, "rows": page.count, "done": page.done}
 
 

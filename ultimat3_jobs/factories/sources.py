@@ -8,12 +8,22 @@ key range (``rows="queryset"``), whose rows are never loaded: only the range's l
 
 from __future__ import annotations
 
+import itertools
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.db import models
+
 from ultimat3_jobs.errors import BackfillInvalid
+
+READ_AHEAD_BATCHES = 8
+"""How many batches' boundaries one key read of a ``rows="queryset"`` backfill finds."""
+READ_AHEAD_SECONDS = 1.0
+"""How long a boundary found ahead stays usable: past it, the batch reads its keys afresh."""
 
 RowsMode = Literal["instances", "queryset"]
 ROWS_MODES: tuple[str, ...] = ("instances", "queryset")
@@ -107,23 +117,112 @@ def _instances_reader(ordered: Any) -> Reader:
     return read
 
 
+class _CursorSlot(models.Expression):
+    """Where the cursor goes in the range reader's compiled key read: compiled as one
+    placeholder whose parameter is the slot itself, found and replaced on each read."""
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        return "%s", [self]
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyRead:
+    """A key read compiled once: its SQL, its parameters and the index of the cursor's. The
+    cursor goes in, and the keys (each row's first column) come out, as the primary key's
+    field converts them."""
+
+    sql: str
+    params: tuple[Any, ...]
+    slot: int | None
+    connection: Any
+    key: Any
+
+    def rows(self, cursor: Any) -> list[tuple[Any, ...]]:
+        params = list(self.params)
+        if self.slot is not None:
+            params[self.slot] = self.key.get_db_prep_value(cursor, self.connection)
+        with self.connection.cursor() as db_cursor:
+            db_cursor.execute(self.sql, params)
+            return [(self.key.to_python(row[0]), *row[1:]) for row in db_cursor.fetchall()]
+
+
+def _compile(ordered: Any, *, after: bool, limit: int) -> _KeyRead:
+    """The boundaries of the next :data:`READ_AHEAD_BATCHES` batches of ``limit`` keys of
+    ``ordered`` (after a cursor or from the start), compiled once as the queryset's own
+    database speaks it: each full batch's last key with its position (a multiple of
+    ``limit``), and the last key read with its position when that is not one."""
+    key = ordered.model._meta.pk
+    page = ordered.filter(pk__gt=_CursorSlot(output_field=key)) if after else ordered
+    keys = page.values_list("pk", flat=True)[: limit * READ_AHEAD_BATCHES]
+    compiler = keys.query.get_compiler(using=keys.db)
+    inner, params = compiler.as_sql()
+    ends = ", ".join(str(limit * n) for n in range(1, READ_AHEAD_BATCHES + 1))
+    sql = (
+        "SELECT w.k, w.n FROM (SELECT s.pk AS k, ROW_NUMBER() OVER (ORDER BY s.pk) AS n, "
+        f"COUNT(*) OVER () AS c FROM ({inner}) s) w WHERE w.n IN ({ends}) OR w.n = w.c "
+        "ORDER BY w.n"
+    )
+    slots = [n for n, param in enumerate(params) if isinstance(param, _CursorSlot)]
+    slot = slots[0] if slots else None
+    return _KeyRead(sql, tuple(params), slot, compiler.connection, key)
+
+
+class _Ahead:
+    """The batch boundaries a key read found beyond its own batch: the next batch's last key
+    by its cursor, each taken once and only while fresh (a read made for one run is never a
+    later run's)."""
+
+    def __init__(self) -> None:
+        self._found: dict[Any, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, cursor: Any) -> Any:
+        with self._lock:
+            found = self._found.pop(cursor, None)
+        if found is None or time.monotonic() - found[0] > READ_AHEAD_SECONDS:
+            return None
+        return found[1]
+
+    def keep(self, lasts: list[Any]) -> None:
+        """``lasts``: consecutive full batches' last keys; each is the next one's cursor."""
+        now = time.monotonic()
+        with self._lock:
+            self._found = {
+                cursor_of(cursor): (now, last) for cursor, last in itertools.pairwise(lasts)
+            }
+
+
 def _range_reader(ordered: Any) -> Reader:
-    """A full batch costs one read of one key (the ``limit``-th after the cursor, through the
-    primary key's index); only a short last batch reads its keys. The QuerySet handed on is
-    ``cursor < pk <= last key``, with the source's own filters."""
+    """A batch reads no rows, only keys through the primary key's index, and one read serves
+    up to :data:`READ_AHEAD_BATCHES` batches: it finds the last key of each full batch (every
+    ``limit``-th key after the cursor) and of a short last one. The QuerySet handed on is
+    ``cursor < pk <= last key``, with the source's own filters; its count is the keys the read
+    found there. The read is compiled once (per batch size) and run with the cursor in its
+    place: a batch does not pay Django's compilation of the read."""
+    compiled: dict[tuple[bool, int], _KeyRead] = {}
+    ahead = _Ahead()
+
+    def boundary(cursor: Any, limit: int) -> tuple[Any, int]:
+        """The batch's last key and its count of keys (0: nothing after ``cursor``)."""
+        last = None if cursor is None else ahead.take(cursor)
+        if last is not None:
+            return last, limit
+        shape = (cursor is not None, limit)
+        read = compiled.get(shape)
+        if read is None:
+            read = compiled[shape] = _compile(ordered, after=shape[0], limit=limit)
+        found = read.rows(cursor)
+        if not found:
+            return None, 0
+        ahead.keep([row[0] for row in found if row[1] % limit == 0])
+        return found[0][0], int(found[0][1])
 
     def read(cursor: Any, limit: int) -> Page:
-        page = ordered if cursor is None else ordered.filter(pk__gt=cursor)
-        keys = page.values_list("pk", flat=True)
-        last = list(keys[limit - 1 : limit])
-        if last:
-            count = limit
-        else:
-            last = list(keys[:limit])
-            count = len(last)
+        last, count = boundary(cursor, limit)
         if not count:
-            return Page(page.none(), 0, cursor, True)
-        return Page(page.filter(pk__lte=last[-1]), count, cursor_of(last[-1]), count < limit)
+            return Page(ordered.none(), 0, cursor, True)
+        bounds = {"pk__lte": last} if cursor is None else {"pk__gt": cursor, "pk__lte": last}
+        return Page(ordered.filter(**bounds), count, cursor_of(last), count < limit)
 
     return read
 

@@ -112,6 +112,7 @@ class _Checks:
         fn: Callable[[], Any],
         compensate: Callable[[Any], Any] | None,
         timeout: Duration | None,
+        record: Callable[..., Any] | None = None,
     ) -> Plan | None:
         """The plan of a ``run`` step; ``None`` for a direct call (``fn`` checked, the name
         taken: the caller calls ``fn`` itself)."""
@@ -120,7 +121,7 @@ class _Checks:
             check_callable(str(name), "fn", fn)
             self._direct(name)
             return None
-        return self._state.plan_run(name, fn, compensate=compensate, timeout=limit)
+        return self._state.plan_run(name, fn, compensate=compensate, timeout=limit, put=record)
 
     def _wait_plan(self, name: str, **wait: Any) -> Plan | None:
         """The plan of a sleep or a wait; ``None`` for a direct call (which answers ``None``)."""
@@ -166,7 +167,26 @@ class Steps(_Checks):
         the record commit together or not at all: those writes happen once per job, never
         again on a replay. With a store outside the Django database (Redis, memory) the record
         is written after ``fn``, as for any step."""
-        plan = self._run_plan(name, fn, compensate, timeout)
+        return self._run(name, fn, compensate, timeout, atomic)
+
+    def run_recorded(self, name: str, fn: Callable[[], Any], *, record: Callable[..., Any]) -> Any:
+        """:meth:`run` with ``atomic=True`` whose record is written by ``record``, a store
+        method taking ``step_put``'s arguments and answering whether it landed, instead of
+        ``step_put``: for a factory whose own bookkeeping lands in the same statement as the
+        step's record (a backfill's ledger count). A direct call stores nothing, as
+        :meth:`run`."""
+        return self._run(name, fn, None, None, True, record)
+
+    def _run(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        compensate: Callable[[Any], Any] | None,
+        timeout: Duration | None,
+        atomic: bool,
+        record: Callable[..., Any] | None = None,
+    ) -> Any:
+        plan = self._run_plan(name, fn, compensate, timeout, record)
         joined = self._joined(name, atomic)
         if plan is None:
             return json.loads(step_json(name, fn()))

@@ -178,7 +178,10 @@ class StepState:
         kind: StepKind = "run",
         compensate: Callable[..., Any] | None = None,
         timeout: float | None = None,
+        put: Callable[..., Any] | None = None,
     ) -> Plan:
+        """``put``: the store method that writes the step done, in place of ``step_put``
+        (called with the same arguments)."""
         check_callable(str(name), "fn", fn)
         check_callable(str(name), "compensate", compensate)
         record = yield from self._begin(name)
@@ -200,7 +203,7 @@ class StepState:
             text = step_json(name, value)
             yield from self._write(
                 name,
-                self.driver.step_put,
+                put or self.driver.step_put,
                 name=name,
                 seq=seq,
                 kind=kind,

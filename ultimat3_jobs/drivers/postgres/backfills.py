@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from ultimat3_jobs.drivers.backfill_seam import (
@@ -10,10 +11,13 @@ from ultimat3_jobs.drivers.backfill_seam import (
     BackfillRun,
     BackfillStatus,
 )
+from ultimat3_jobs.drivers.base import log_unowned
+from ultimat3_jobs.drivers.postgres.direct import run_direct
 from ultimat3_jobs.drivers.postgres.rows.result import Result, fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.models import RawStatementManager
 from ultimat3_jobs.serialization import decode_json
+from ultimat3_jobs.types import StepKind, StepStatus
 
 COLUMNS = (
     "name",
@@ -61,6 +65,42 @@ class BackfillStatements:
     ) -> bool:
         params = {"run_id": run_id, "batch": batch, "cursor": cursor_json, "rows": rows}
         return bool(self._jobs.run("backfill_advance", params))
+
+    def backfill_step_put(
+        self,
+        *,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        name: str,
+        seq: int,
+        kind: StepKind,
+        status: StepStatus,
+        output_json: str = "null",
+        error_json: str | None = None,
+        batch: int,
+    ) -> bool:
+        if status != "done":
+            raise ValueError(f"backfill_step_put records a batch's step done; got {status!r}")
+        output = json.loads(output_json)
+        params = {
+            "id": job_id,
+            "claim_token": claim_token,
+            "name": name,
+            "seq": seq,
+            "kind": kind,
+            "output": output_json,
+            "error": error_json,
+            "run_id": job_id,
+            "batch": batch,
+            "cursor": json.dumps(output["cursor"]),
+            "rows": output["rows"],
+        }
+        # A batch that swept nothing has no count to write: its record alone.
+        statement = "backfill_step_put" if output["rows"] else "step_put_done"
+        landed = bool(run_direct(self._jobs, statement, params))
+        if not landed:
+            log_unowned(f"step {name!r} ({status})", job_id, claim_token)
+        return landed
 
     def backfill_finish(
         self, *, run_id: uuid.UUID, status: BackfillStatus, error: str = ""

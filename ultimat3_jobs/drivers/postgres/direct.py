@@ -1,10 +1,10 @@
 """A step's write, run on the psycopg connection under Django's, without Django's cursor wrapper.
 
-A durable step costs one statement (``step_put``, and ``step_start_once`` before a once step),
-run on the body's own thread while its job runs: Django's cursor wrapper, its per-cursor checks
-and its connection lookups are a large part of a step's CPU in the worker. So these statements
-run on the same Django connection's psycopg connection directly, with what the wrapper would
-have done kept:
+A durable step costs one statement (``step_put``, ``step_start_once`` before a once step,
+``backfill_step_put`` for a backfill's batch), run on the body's own thread while its job runs:
+Django's cursor wrapper, its per-cursor checks and its connection lookups are a large part of a
+step's CPU in the worker. So these statements run on the same Django connection's psycopg
+connection directly, with what the wrapper would have done kept:
 
 * the same connection, so the same transaction state (a step write runs in autocommit, never
   inside the body's ``atomic()`` block: ``runtime/steps/writer.py``), time zone and session;
@@ -42,7 +42,7 @@ from ultimat3_jobs.drivers.postgres.bound import prepares
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.models import RawStatementManager
 
-DIRECT_STATEMENTS = frozenset({"step_put", "step_put_done", "step_start_once"})
+DIRECT_STATEMENTS = frozenset({"step_put", "step_put_done", "step_start_once", "backfill_step_put"})
 """The statements that may run on the psycopg connection directly: each answers plain values
 (no timestamps, so no time-zone loader is needed) and runs once per executed step."""
 

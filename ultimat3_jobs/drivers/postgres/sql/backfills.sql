@@ -25,12 +25,25 @@ where run_id = %(run_id)s
 -- database crash before the flush loses the writes, the count and the step together, and the
 -- batch replays from the cursor stored before it; the run's later synchronous commits (its
 -- finish step, its settle) flush it.
+{{backfill_count_batch}}
+
+-- fragment: backfill_count_batch
 update x_backfills
 set cursor = %(cursor)s::jsonb, rows_done = rows_done + %(rows)s, batches_done = %(batch)s,
     updated_at = now()
 from (select set_config('synchronous_commit', 'off', true) as setting) as deferred_flush
 where run_id = %(run_id)s and status = 'running' and batches_done < %(batch)s
 returning run_id
+
+-- name: backfill_step_put
+-- A batch's step recorded done (step_put_done's fenced insert) and the ledger's count of the
+-- batch (backfill_advance's rule) in one statement: one round trip fewer per batch, in the
+-- batch's transaction. A record that does not land answers nothing, and the caller rolls the
+-- transaction back, the count with it.
+with counted as (
+{{backfill_count_batch}}
+)
+{{step_insert_done}}
 
 -- name: backfill_finish
 -- A running run ends once, completed or failed.

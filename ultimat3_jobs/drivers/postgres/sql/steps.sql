@@ -44,6 +44,11 @@ select name from finished
 -- step_put for a step done, its common case, as one fenced INSERT: planned in a fraction of
 -- the time of step_put's statement, which also covers compensation. The same rule: done on a
 -- new step or over started or waiting, and nothing lands for an attempt that lost its job.
+{{step_insert_done}}
+
+-- fragment: step_insert_done
+-- A step recorded done, fenced: step_put_done's statement, and backfill_step_put's with the
+-- ledger's advance.
 insert into x_job_steps as s (job_id, name, seq, kind, status, output, error, created_at,
                               updated_at)
 select %(id)s, %(name)s, %(seq)s, %(kind)s, 'done', %(output)s::jsonb, %(error)s::jsonb,
