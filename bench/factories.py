@@ -3,8 +3,10 @@
 ``backfill``: a backfill (``bench.backfill``, batches of :data:`BATCH` rows, each step storing
 its cursor and count, the ledger advanced per batch) sweeps a table of ``backfill_rows`` rows;
 then a plain loop of ``UPDATE ... WHERE id BETWEEN`` over the same table, the same batch size
-and the same update, from one session. Each is timed on its own; the figure is the backfill's
-rows/s as a share of the plain loop's. The backfill is declared ``rows="queryset"``, as a sweep
+and the same update, from one session on Django's connection (what a management command does
+today), and the same loop on a bare psycopg connection (prepared after five runs). The three
+alternate, ``ROUNDS`` times each; the figure is the backfill's rows/s as a share of the loop's
+on Django's connection, the bare psycopg loop's share beside it. The backfill is declared ``rows="queryset"``, as a sweep
 that sets columns in SQL would be: its ``handle`` gets the batch's key range as a QuerySet and
 sends the plain loop's update on it (``id > cursor and id <= last key``, the same 1,000 rows
 as the loop's ``BETWEEN``), so both sides run the same UPDATE on the same rows and batches; the
@@ -19,6 +21,7 @@ the drain's throughput with and without the purge, and the purge's rows deleted 
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import TYPE_CHECKING
 
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from bench.run import Bench
 
 BATCH = 1000
+ROUNDS = 3
 SWEEP_TABLE = "testapp_sweeprow"
 OLD_NAME = "bench.old"
 
@@ -41,15 +45,31 @@ def _fill_sweep_table(bench: Bench, rows: int) -> None:
     bench.sql(f"vacuum (analyze) {SWEEP_TABLE}")
 
 
+PLAIN_UPDATE = (
+    f"update {SWEEP_TABLE} set handled = handled + 1, done = true where id between %s and %s"
+)
+
+
 def _plain_loop(bench: Bench, rows: int) -> float:
-    """Seconds the plain loop takes: one autocommit ``UPDATE ... WHERE id BETWEEN`` per batch."""
+    """Seconds the plain loop takes on Django's connection, as a management command would run
+    it: one autocommit ``UPDATE ... WHERE id BETWEEN`` per batch through Django's cursor."""
+    from django.db import connection
+
+    start = time.perf_counter()
+    with connection.cursor() as cursor:
+        for low in range(1, rows + 1, BATCH):
+            cursor.execute(PLAIN_UPDATE, [low, low + BATCH - 1])
+    seconds = time.perf_counter() - start
+    connection.close()
+    return seconds
+
+
+def _psycopg_loop(bench: Bench, rows: int) -> float:
+    """Seconds the same loop takes on a bare psycopg connection, which prepares the statement
+    after its fifth run (Django's connections never do, unless the alias asks)."""
     start = time.perf_counter()
     for low in range(1, rows + 1, BATCH):
-        bench.sql(
-            f"update {SWEEP_TABLE} set handled = handled + 1, done = true "
-            "where id between %s and %s",
-            [low, low + BATCH - 1],
-        )
+        bench.sql(PLAIN_UPDATE, [low, low + BATCH - 1])
     return time.perf_counter() - start
 
 
@@ -85,36 +105,65 @@ def phase_backfill(bench: Bench) -> None:
     from bench.run import Figure
 
     rows = bench.scale.backfill_rows
-    _fill_sweep_table(bench, rows)
-    say(f"  backfill of {rows:,} rows, batches of {BATCH}")
-    backfill_seconds = _backfill_run(bench, rows)
-    _fill_sweep_table(bench, rows)
-    say(f"  plain UPDATE ... WHERE id BETWEEN loop over the same {rows:,} rows")
-    plain_seconds = _plain_loop(bench, rows)
-    backfill_rate, plain_rate = rows / backfill_seconds, rows / plain_seconds
+    runs: dict[str, list[float]] = {"backfill": [], "django": [], "psycopg": []}
+    sweeps = {
+        "backfill": _backfill_run,
+        "django": _plain_loop,
+        "psycopg": _psycopg_loop,
+    }
+    # Alternated, ROUNDS times each: one sweep takes about a second, short enough that one
+    # burst of other work on the machine would decide a single pair.
+    for round_ in range(1, ROUNDS + 1):
+        for what, sweep in sweeps.items():
+            _fill_sweep_table(bench, rows)
+            say(f"  round {round_}: {what} sweep of {rows:,} rows, batches of {BATCH}")
+            runs[what].append(sweep(bench, rows))
+    rate = {what: rows / statistics.median(seconds) for what, seconds in runs.items()}
+    spread = {what: ", ".join(f"{rows / s:,.0f}" for s in runs[what]) for what in runs}
     bench.add(
         Figure(
             "backfill_rate",
             f"backfill of {rows:,} rows, batches of {BATCH}, 1 slot: database clock",
-            backfill_rate,
+            rate["backfill"],
             "rows/s",
             detail='rows="queryset": one key read per 8 batches; per batch the update, then '
-            "the step (cursor and count) and the ledger count in one statement, one transaction",
+            "the step (cursor and count) and the ledger count in one statement, one "
+            f"transaction; rounds: {spread['backfill']}",
         )
     )
     bench.add(
         Figure(
             "backfill_plain_rate",
-            "plain UPDATE ... WHERE id BETWEEN loop, same rows and batches, 1 session",
-            plain_rate,
+            "plain UPDATE ... WHERE id BETWEEN loop on Django's connection, same rows and "
+            "batches, 1 session",
+            rate["django"],
             "rows/s",
+            detail=f"rounds: {spread['django']}",
         )
     )
     bench.add(
         Figure(
             "backfill_share",
-            "backfill rows/s as a share of the plain loop's",
-            backfill_rate / plain_rate * 100,
+            "backfill rows/s as a share of the plain loop's on Django's connection",
+            rate["backfill"] / rate["django"] * 100,
+            "%",
+            detail=f"medians of {ROUNDS} alternated rounds",
+        )
+    )
+    bench.add(
+        Figure(
+            "backfill_psycopg_rate",
+            "the same loop on a bare psycopg connection (prepared after 5 runs)",
+            rate["psycopg"],
+            "rows/s",
+            detail=f"rounds: {spread['psycopg']}",
+        )
+    )
+    bench.add(
+        Figure(
+            "backfill_share_psycopg",
+            "backfill rows/s as a share of the bare psycopg loop's",
+            rate["backfill"] / rate["psycopg"] * 100,
             "%",
         )
     )
