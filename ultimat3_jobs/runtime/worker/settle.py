@@ -37,6 +37,7 @@ from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
+from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
@@ -67,6 +68,8 @@ class Settler(threading.Thread):
         self._worker_id = config.worker_id
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
+        self.handoffs: HandOffs | None = None
+        """Set by the worker: each flush offers its runs' lease slots to waiting runs."""
 
     def put(self, outcome: Outcome) -> None:
         self._queue.put(outcome)
@@ -95,7 +98,11 @@ class Settler(threading.Thread):
             return []
         batch = [first]
         deadline = time.monotonic() + self._config.ack_flush
+        handoffs = self.handoffs
+        holding = int(handoffs is not None and handoffs.holds(first.attempt))
         while len(batch) < ACK_BATCH_MAX:
+            if handoffs is not None and handoffs.all_in(holding):
+                break  # every slot the worker holds is in this flush, and runs wait for them
             try:
                 remaining = deadline - time.monotonic()
                 item = (
@@ -109,6 +116,7 @@ class Settler(threading.Thread):
                 self._stopping.set()
                 break
             batch.append(item)
+            holding += int(handoffs is not None and handoffs.holds(item.attempt))
         return batch
 
     def _settle(self, batch: list[Outcome]) -> None:
@@ -121,7 +129,13 @@ class Settler(threading.Thread):
                 endings.append((outcome, self._item(outcome)))
         if not endings:
             return
-        landed, refused = self._write_many(endings)
+        handoffs = self.handoffs
+        settling = [outcome.attempt for outcome, _ in endings]
+        offered = handoffs.offer(settling) if handoffs else []
+        granted: set[uuid.UUID] = set()
+        landed, refused = self._write_many(endings, offered, granted)
+        if handoffs and offered:
+            handoffs.handed(settling, offered, granted)  # before the settled runs are done
         for outcome, item in endings:
             if item.job_id in refused:
                 continue
@@ -170,13 +184,24 @@ class Settler(threading.Thread):
         self._on_done(attempt, how)
 
     def _write_many(
-        self, endings: list[tuple[Outcome, SettleItem]]
+        self,
+        endings: list[tuple[Outcome, SettleItem]],
+        offered: list[Attempt] | None = None,
+        granted: set[uuid.UUID] | None = None,
     ) -> tuple[set[uuid.UUID], dict[uuid.UUID, Exception]]:
-        """Write ``endings`` in one statement. A batch the database refuses is split in halves
-        until each refused ending stands alone: answers the ids that landed and, per refused
-        id, the error. Every write of the split writes disjoint rows, so nothing lands twice."""
+        """Write ``endings`` in one statement, handing their slots to ``offered`` (the runs
+        granted go in ``granted``). A batch the database refuses is split in halves, with no
+        hand-off, until each refused ending stands alone: answers the ids that landed and, per
+        refused id, the error. Every write of the split writes disjoint rows, so nothing lands
+        twice."""
         items = [item for _, item in endings]
         try:
+            if offered and self.handoffs is not None and granted is not None:
+                runs = self.handoffs.runs(offered)
+                write = partial(self._driver.job_settle_handoff, items=items, runs=runs)
+                handoff = self._write(write)
+                granted.update(handoff.granted)
+                return handoff.landed, {}
             return self._write(partial(self._driver.job_settle_many, items=items)), {}
         except Exception as exc:
             if len(endings) == 1:
