@@ -71,8 +71,8 @@ class ClaimAhead:
         """How many to claim now, given ``free`` slots not filled from the waiting attempts:
         nothing while at least half the target still waits (so a claim takes a batch, not one
         row per freed slot), else the free slots plus the target less what waits. ``held``:
-        the lease slots the worker's runs hold, each handed to a waiting run as its settle
-        lands (``handoff.py``), so as many more wait beyond the target."""
+        the lease slots held by the worker's runs whose bodies ended, each handed to a waiting
+        run as its settle lands (``handoff.py``), so as many more wait beyond the target."""
         target = self.target()
         target += held if target else 0
         waiting = len(self)

@@ -90,6 +90,12 @@ class Holdings:
             self.freed += 1
             return key
 
+    @property
+    def ending(self) -> int:
+        """How many of this worker's runs hold a slot whose body ended (their settle is on its
+        way)."""
+        return len(self._ended)
+
     def full(self, key: str) -> None:
         """The store answered ``key`` full while some of this worker's ended runs hold it."""
         with self._lock:

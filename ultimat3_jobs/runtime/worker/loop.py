@@ -228,7 +228,7 @@ class Worker:
         with self._lock:
             if len(self._running) - len(self._ahead) >= self._ahead.settle_backlog:
                 return 0
-        return self._ahead.wanted(free, self._limits.gate.holdings.total)
+        return self._ahead.wanted(free, self._limits.gate.holdings.ending)
 
     def _start_waiting(self, *, leases: bool = True) -> None:
         """Start attempts claimed ahead in the free slots, their leases taken together: by the
@@ -261,7 +261,7 @@ class Worker:
         idle = self._bodies.pool.idle()
         with self._lock:
             if wanted > 0:
-                free = min(wanted, self.config.concurrency - self._slots_used, idle)
+                free = max(0, min(wanted, self.config.concurrency - self._slots_used, idle))
                 wanted = self._recycle.room(self.started_count, free) if self._accepting else 0
             self._slots_used += wanted
             self.started_count += wanted

@@ -324,13 +324,7 @@ with {{acked_done}}, offered as (
       and not exists (
           select 1 from next_runs r where r.key = f.key and r.rank = f.rank and f.slot < r.lim
       )
-), started as (
-    update x_jobs j
-    set started_at = (select t.at from stamp t)
-    from handed h
-    where j.id = h.job_id
-    returning j.id
-), {{acked_counted}}
+), {{grants_started(grants=handed)}}, {{acked_counted}}
 select id, false as granted from done
 union all
 select id, true from started
