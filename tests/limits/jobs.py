@@ -40,6 +40,16 @@ def per_key_three(ctx: Any, *, key: str, sleep: float = 0.02) -> None:
 
 
 @job(
+    name="tests.limits.per_key_returns",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=1),
+)
+def per_key_returns(ctx: Any, *, key: str, result: Any = None, sleep: float = 0.02) -> Any:
+    time.sleep(sleep)
+    return result
+
+
+@job(
     name="tests.limits.exclusive",
     tenant="none",
     concurrency=Concurrency(key=lambda input: input["key"], limit=1, when_busy="fail"),

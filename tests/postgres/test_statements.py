@@ -65,6 +65,16 @@ PARAMS: dict[str, dict[str, Any]] = {
     "job_enqueue_many_resolve": {"ids": [A], "names": ["tests.echo"], "keys": ["k"]},
     "job_claim": {"queues": ["default"], "limit": 1, "worker_id": "w", "lease_seconds": 30.0},
     "job_ack_many": {"ids": [A], "tokens": [A], "results": ["null"], "progress": [None]},
+    "job_settle_handoff": {
+        "ids": [A],
+        "tokens": [A],
+        "results": ["null"],
+        "progress": [None],
+        "next_ids": [A],
+        "next_tokens": [A],
+        "next_keys": ["job:tests.echo"],
+        "next_limits": [2],
+    },
     "job_settle_many": {
         "ids": [A, A],
         "tokens": [A, A],

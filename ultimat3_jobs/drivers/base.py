@@ -41,6 +41,7 @@ from ultimat3_jobs.drivers.common import (
 from ultimat3_jobs.drivers.job_driver import JobDriver, describe
 from ultimat3_jobs.drivers.leases_seam import (
     LEASE_LIST_MAX,
+    HandOff,
     LeaseGrant,
     LeaseHolder,
     LeaseMethods,
@@ -59,6 +60,7 @@ __all__ = [
     "QUEUE_DEMAND_ROWS",
     "QUEUE_STATS_ROWS",
     "RESCUE_BATCH_DEFAULT",
+    "HandOff",
     "JobDriver",
     "JobListQuery",
     "LeaseGrant",

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from ultimat3_jobs.drivers.backfill_seam import BackfillMethods
 from ultimat3_jobs.drivers.common import RESCUE_BATCH_DEFAULT, WakeSubscription
-from ultimat3_jobs.drivers.leases_seam import LeaseMethods
+from ultimat3_jobs.drivers.leases_seam import HandOff, LeaseMethods, LeaseRun
 from ultimat3_jobs.drivers.operating import OperatorSeam
 from ultimat3_jobs.drivers.retention_seam import RetentionMethods
 from ultimat3_jobs.drivers.steps_seam import StepMethods
@@ -187,6 +187,18 @@ class JobDriver(
         (one counter row per job name and minute for the whole batch, however many failed).
         Answers the ids that landed. A value the store refuses fails the whole write (nothing
         lands); the caller isolates the row it refused."""
+
+    hands_off_slots: ClassVar[bool] = False
+    """True when :meth:`job_settle_handoff` can pass a settled run's slot to a next run."""
+
+    def job_settle_handoff(
+        self, *, items: Sequence[SettleItem], runs: Sequence[LeaseRun]
+    ) -> HandOff:
+        """:meth:`job_settle_many`, and in the same write each concurrency slot a settled run
+        held passes to a next run of ``runs`` (each asking one concurrency slot) of the same
+        key, in the order given (see ``leases_seam.py``). A run granted none takes its slots
+        through ``lease_acquire_many``. This default settles and grants none."""
+        return HandOff(landed=self.job_settle_many(items=items), granted=set())
 
     @abc.abstractmethod
     def job_progress(

@@ -24,6 +24,12 @@ Rules every driver keeps:
   it in the same call are given back and the answer names the full key.
 * **Its own leftover.** A concurrency slot the same job still holds (an earlier attempt's,
   not expired) is taken over, never counted against it.
+* **Hand-off.** ``job_settle_handoff`` settles a batch and, in the same write, passes each
+  concurrency slot a settled run held to a next run of the same key (one concurrency slot
+  each): the slot's row changes hands, so the key never holds more rows, and the next run's
+  ``started_at`` is at or after the settled run's ``finished_at``. A next run is fenced like
+  ``lease_acquire`` and must hold no live slot of its key. A driver that cannot hand off grants
+  none (``hands_off_slots = False``): the runs take their slots through ``lease_acquire_many``.
 * **Abandon, never release, a run that never started**: ``lease_abandon`` frees the attempt's
   concurrency slots; its rate stamps stay spent.
 
@@ -76,6 +82,15 @@ class LeaseGrant:
     granted: bool
     busy_key: str | None = None
     retry_after: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class HandOff:
+    """What ``job_settle_handoff`` did: the settled ids that ``landed``, and the next runs
+    ``granted`` a slot that a settled run let go."""
+
+    landed: set[uuid.UUID]
+    granted: set[uuid.UUID]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

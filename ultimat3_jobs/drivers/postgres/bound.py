@@ -28,6 +28,7 @@ BOUND_STATEMENTS = frozenset(
         "job_claim",
         "job_ack_many",
         "job_settle_many",
+        "job_settle_handoff",
         "job_heartbeat_many",
         "job_enqueue_many",
         "job_enqueue_shared",

@@ -16,14 +16,16 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import DatabaseError, connections
 
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
     RESCUE_BATCH_DEFAULT,
+    HandOff,
     JobDriver,
+    LeaseRun,
     check_claim_queues,
     check_nack_action,
     log_lost_beats,
@@ -31,7 +33,7 @@ from ultimat3_jobs.drivers.base import (
     log_unsettled,
 )
 from ultimat3_jobs.drivers.postgres.backfills import BackfillStatements
-from ultimat3_jobs.drivers.postgres.leases import LeaseStatements
+from ultimat3_jobs.drivers.postgres.leases import LeaseStatements, one_slot
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.operating import OperatorMethods
 from ultimat3_jobs.drivers.postgres.params import (
@@ -282,6 +284,29 @@ class PostgresDriver(
         landed = job_rows.ids(result)
         log_unsettled(items, landed)
         return landed
+
+    hands_off_slots: ClassVar[bool] = True
+
+    def job_settle_handoff(
+        self, *, items: Sequence[SettleItem], runs: Sequence[LeaseRun]
+    ) -> HandOff:
+        """One ``job_settle_handoff`` statement when every ending is an ack and every run asks
+        one concurrency slot (the worker's common case); else ``job_settle_many``, granting
+        none."""
+        if not items or not runs or any(item.action != "complete" for item in items):
+            return HandOff(landed=self.job_settle_many(items=items), granted=set())
+        asked = [(run, request) for run in runs if (request := one_slot(run)) is not None]
+        params = {
+            **ack_params(items),
+            "next_ids": [run.job_id for run, _ in asked],
+            "next_tokens": [run.claim_token for run, _ in asked],
+            "next_keys": [request.key for _, request in asked],
+            "next_limits": [int(request.limit) for _, request in asked],
+        }
+        result = fetch(self._jobs, "job_settle_handoff", params)
+        landed, granted = job_rows.handed(result)
+        log_unsettled(items, landed)
+        return HandOff(landed=landed, granted=granted)
 
     def job_progress(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str

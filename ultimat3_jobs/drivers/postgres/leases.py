@@ -171,8 +171,16 @@ class LeaseStatements:
         return lease_rows.listed(fetch(self._jobs, "lease_list", params))
 
 
+def one_slot(run: LeaseRun) -> LeaseRequest | None:
+    """The one concurrency slot ``run`` asks, when that is all it asks (what one-statement
+    grants serve); else ``None``."""
+    if len(run.requests) != 1 or _sole(run).kind != "concurrency":
+        return None
+    return _sole(run)
+
+
 def _not_one_slot(run: LeaseRun) -> bool:
-    return len(run.requests) != 1 or _sole(run).kind != "concurrency"
+    return one_slot(run) is None
 
 
 def _sole(run: LeaseRun) -> LeaseRequest:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable, Mapping
 
 from ultimat3_jobs.runtime.worker.attempt import Attempt
 
@@ -66,11 +67,14 @@ class ClaimAhead:
             return self.batch
         return min(self.batch, int(AHEAD_HORIZON_SECONDS * self.concurrency / mean))
 
-    def wanted(self, free: int) -> int:
+    def wanted(self, free: int, held: int = 0) -> int:
         """How many to claim now, given ``free`` slots not filled from the waiting attempts:
         nothing while at least half the target still waits (so a claim takes a batch, not one
-        row per freed slot), else the free slots plus the target less what waits."""
+        row per freed slot), else the free slots plus the target less what waits. ``held``:
+        the lease slots held by the worker's runs whose bodies ended, each handed to a waiting
+        run as its settle lands (``handoff.py``), so as many more wait beyond the target."""
         target = self.target()
+        target += held if target else 0
         waiting = len(self)
         if free <= 0 and waiting * 2 >= target:
             return 0
@@ -96,6 +100,33 @@ class ClaimAhead:
                     break
                 taken.append(self._waiting.popleft())
         return taken
+
+    def take_keyed(
+        self, wanted: Mapping[str, int], count: int, *, key_of: Callable[[Attempt], str | None]
+    ) -> list[Attempt]:
+        """Up to ``count`` waiting attempts, parked ones first, then in line order, of at most
+        ``wanted[key]`` per key by ``key_of``; the others keep their places."""
+        left = dict(wanted)
+        taken: list[Attempt] = []
+        with self._lock:
+            for line in (self._parked, self._waiting):
+                kept: list[Attempt] = []
+                for attempt in line:
+                    key = key_of(attempt) if len(taken) < count else None
+                    if key is not None and left.get(key, 0) > 0:
+                        left[key] -= 1
+                        taken.append(attempt)
+                    else:
+                        kept.append(attempt)
+                if len(kept) != len(line):
+                    line.clear()
+                    line.extend(kept)
+        return taken
+
+    def put_back(self, attempts: list[Attempt]) -> None:
+        """``attempts`` back at the head of the line, in order."""
+        with self._lock:
+            self._waiting.extendleft(reversed(attempts))
 
     def park(self, attempt: Attempt) -> None:
         """An attempt that waits aside, out of the line, until :meth:`unpark` (its lease key is

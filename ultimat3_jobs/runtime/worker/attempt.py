@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.drivers.base import JobDriver, LeaseRequest
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.registry import Registry
@@ -52,6 +52,9 @@ class Attempt:
     """Set once that record is written; made by :meth:`mark_pending` (the rare path only)."""
     began_at: float | None = None
     """When the body started (``time.monotonic()``); None while it has not."""
+    handoff_asked: LeaseRequest | Literal[False] | None = None
+    """The one concurrency slot its run asks, for a hand-off (``handoff.py``); ``False``: it
+    asks something else; ``None``: not worked out yet."""
     _settle_taken: bool = False
     _cancel_body: Callable[[], object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)

@@ -30,8 +30,11 @@ class Holdings:
         self._held: dict[str, int] = {}
         self._settling: dict[str, int] = {}
         self._full: set[str] = set()
+        self._passed: set[Pair] = set()
         self.freed = 0
         """How many slots this worker's runs let go so far."""
+        self.total = 0
+        """How many slots this worker's runs hold now."""
         self._lock = threading.Lock()
 
     def took(self, pair: Pair, key: str) -> None:
@@ -41,6 +44,12 @@ class Holdings:
                 return
             self._key_of[pair] = key
             self._held[key] = self._held.get(key, 0) + 1
+            self.total += 1
+
+    def key_of(self, pair: Pair) -> str | None:
+        """The key the run ``pair`` holds a slot of, or ``None``."""
+        with self._lock:
+            return self._key_of.get(pair)
 
     def ended(self, pair: Pair) -> None:
         """The run's body ended: its slot is freed by its settle, which is on its way."""
@@ -51,14 +60,23 @@ class Holdings:
             self._ended.add(pair)
             self._settling[key] = self._settling.get(key, 0) + 1
 
+    def passed(self, pairs: list[Pair]) -> None:
+        """The settle of the runs ``pairs`` handed their slots to next runs: their
+        :meth:`gone` frees nothing."""
+        with self._lock:
+            self._passed.update(pairs)
+
     def gone(self, pair: Pair) -> str | None:
         """The run's slot is no longer held (settled, abandoned, lost): the key it freed, or
-        ``None`` when the run held none."""
+        ``None`` when the run held none or handed its slot on."""
         with self._lock:
             key = self._key_of.pop(pair, None)
             if key is None:
                 return None
+            handed = pair in self._passed
+            self._passed.discard(pair)
             self._held[key] -= 1
+            self.total -= 1
             if not self._held[key]:
                 del self._held[key]
             if pair in self._ended:
@@ -66,9 +84,17 @@ class Holdings:
                 self._settling[key] -= 1
                 if not self._settling[key]:
                     del self._settling[key]
+            if handed:
+                return None
             self._full.discard(key)
             self.freed += 1
             return key
+
+    @property
+    def ending(self) -> int:
+        """How many of this worker's runs hold a slot whose body ended (their settle is on its
+        way)."""
+        return len(self._ended)
 
     def full(self, key: str) -> None:
         """The store answered ``key`` full while some of this worker's ended runs hold it."""

@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-from ultimat3_jobs.drivers.base import JobDriver, LeaseGrant, LeaseHolder, LeaseRequest, LeaseRun
+from ultimat3_jobs.drivers.base import JobDriver, LeaseGrant, LeaseRequest, LeaseRun
 from ultimat3_jobs.errors import ConcurrencyKeyInvalid, ConcurrencyUnenforceable
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.limits import lease_requests
@@ -108,10 +108,8 @@ class LeaseGate:
         self._lock = threading.Lock()
         self.shed = 0
         self.refused = 0
-        self.gone = 0
-        """Runs this gate ended without their body (shed, refused, failed, fenced)."""
-        self.shedding = False
-        """The latest run this gate ended or admitted was shed: the next claim probes."""
+        self.gone = 0  # runs this gate ended without their body (shed, refused, failed, fenced)
+        self.shedding = False  # the latest run this gate ended or admitted was shed: probe
         self.by_name: dict[str, dict[str, int]] = {"shed": {}, "refused": {}}
         """Sheds and refusals per job name since this gate began (the worker's registry row
         reports them)."""
@@ -183,11 +181,7 @@ class LeaseGate:
                 self._give_back(job, delay=SHED_BASE_SECONDS, exact=False)
                 return GONE
             if grant.granted:
-                pair = (job.id, job.claim_token)
-                with self._lock:
-                    self._held.add(pair)
-                if cap is not None:
-                    self.holdings.took(pair, cap.key)
+                self.granted(attempt, None if cap is None else cap.key)
                 return RUN
             if grant.busy_key is None:
                 logger.info("jobs.lease.fenced: %s %s is no longer held", job.name, job.id)
@@ -209,6 +203,15 @@ class LeaseGate:
             except STORE_ERRORS:
                 logger.warning("jobs.lease.release_failed: %s stays leased until rescued", job.id)
         return GONE
+
+    def granted(self, attempt: Attempt, key: str | None) -> None:
+        """The run holds its leases now (a slot of ``key`` among them, when given)."""
+        pair = (attempt.job.id, attempt.job.claim_token)
+        with self._lock:
+            self._held.add(pair)
+            self.shedding = False
+        if key is not None:
+            self.holdings.took(pair, key)
 
     def ended(self, attempt: Attempt) -> None:
         """The run's body ended: its slots stay held until its settle lands."""
@@ -276,7 +279,9 @@ class LeaseGate:
         others = [h for h in self._driver.lease_holders(key=key) if h.job_id != job.id]
         if not others:
             return False
-        error = self._error(job, KEY_BUSY, _busy_message(key, others))
+        ids = ", ".join(str(h.job_id) for h in others[:5])
+        message = f"another live run holds {key} (job {ids}); when_busy='fail' refuses this one"
+        error = self._error(job, KEY_BUSY, message)
         if self._driver.job_nack(
             job_id=job.id,
             claim_token=job.claim_token,
@@ -393,8 +398,3 @@ class WorkerLimits:
     def counts(self) -> dict[str, dict[str, int]]:
         """The gate's sheds and refusals per job name, for the worker's registry row."""
         return self.gate.counts()
-
-
-def _busy_message(key: str, holders: list[LeaseHolder]) -> str:
-    ids = ", ".join(str(h.job_id) for h in holders[:5])
-    return f"another live run holds {key} (job {ids}); when_busy='fail' refuses this one"

@@ -1,16 +1,15 @@
 """``Worker``: the claim loop of one process.
 
-One thread claims, in one statement over every queue, as many rows as there are free slots
-plus, once bodies have proved short, the next batch (claim-ahead, ``ahead.py``): a slot that
-frees starts the next claimed attempt on its own thread. Bodies run in ``bodies.py`` (sync on a
-thread pool, ``async def`` on one event loop thread); the settler batches their endings and the
-maintenance thread keeps their leases, those claimed ahead included. When a claim finds fewer
-jobs than it asked for (a job shed for a busy limit counts as not found) the loop backs off
-(floor, doubling, ceiling); a wake, a freed slot, or a stop cuts the wait short.
+One thread claims, in one statement over every queue, the free slots' worth of rows plus, once
+bodies have proved short, the next batch (claim-ahead, ``ahead.py``): a slot that frees starts
+the next claimed attempt on its own thread. Bodies run in ``bodies.py`` (sync on a thread pool,
+``async def`` on one event loop thread); the settler batches their endings, the maintenance
+thread keeps their leases (claimed ahead too). A claim that finds fewer jobs than it asked for
+(a shed job counts as not found) backs the loop off; a wake, a freed slot, or a stop cuts it.
 
 Shutdown has two phases. The first (SIGTERM/SIGINT, ``request_stop()``) stops claiming, gives
-back at once what was claimed ahead, and lets running attempts finish within the grace period;
-what still runs after it is released back to ``queued`` at once. A second skips the wait.
+back what was claimed ahead, lets running attempts finish within the grace period, and then
+releases what still runs back to ``queued``. A second skips the wait.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, attempt_for
 from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
+from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.runtime.worker.held import HeldThreads
 from ultimat3_jobs.runtime.worker.limits import WorkerLimits
 from ultimat3_jobs.runtime.worker.maintenance import Maintenance
@@ -53,10 +53,8 @@ STORE_RETRY_CEILING_SECONDS = 5.0
 
 class Worker:
     """Runs jobs from ``config.queues`` until stopped (or, with ``burst``, until none is due).
-
     Tests wait on its events instead of sleeping: ``started``, ``idle`` (a claim found less
-    than it asked for), ``claimed`` (a claim took at least one job), ``stopped``.
-    """
+    than it asked for), ``claimed`` (a claim took at least one job), ``stopped``."""
 
     def __init__(
         self,
@@ -82,7 +80,6 @@ class Worker:
         self._signal = threading.Event()
         self._accepting = True
         self._force = False
-        self._wake_live = False
         self._wake: WakeSubscription | None = None
         self._recycle = Recycle(config)
         self._ahead = ClaimAhead(config.concurrency)
@@ -100,6 +97,14 @@ class Worker:
             on_retry=self._retry_written,
         )
         self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
+        self._settler.handoffs = HandOffs(  # hook: limits — a settle hands its slots on
+            driver=driver,
+            gate=self._limits.gate,
+            ahead=self._ahead,
+            reserve=self._reserve,
+            start=self._start,
+            wake=self._signal.set,
+        )
         self._maintenance = Maintenance(
             driver=driver,
             config=config,
@@ -209,8 +214,7 @@ class Worker:
         return code
 
     def _track(self, job: ClaimedJob) -> Attempt:
-        """A claimed job as an attempt the worker holds (its lease renewed from now on), not
-        started yet: it waits in the claim-ahead queue for a slot."""
+        """A claimed job as an attempt the worker holds (its lease renewed), waiting for a slot."""
         attempt = attempt_for(
             job, registry=self.registry, driver=self.driver, on_progress=self._progress
         )
@@ -219,49 +223,52 @@ class Worker:
         return attempt
 
     def _claim_size(self) -> int:
-        """How many jobs to claim now: the free slots plus what claim-ahead wants (see
-        ``ahead.py``); none once two batches' worth of attempts wait for their ack (the settler
-        is behind)."""
+        """The free slots plus what claim-ahead wants (``ahead.py``); none when the settler lags."""
         free = self._free_slots() - self._ahead.parked()  # parked runs take slots soon
         with self._lock:
             if len(self._running) - len(self._ahead) >= self._ahead.settle_backlog:
                 return 0
-        return self._ahead.wanted(free)
+        return self._ahead.wanted(free, self._limits.gate.holdings.ending)
 
     def _start_waiting(self, *, leases: bool = True) -> None:
-        """Start attempts claimed ahead in the free slots, their leases taken together; called
-        by the loop, and by a body's thread as it frees its slot (``leases=False``: up to the
-        first that needs a lease, which the loop's thread starts, woken by the freed slot)."""
+        """Start attempts claimed ahead in the free slots, their leases taken together: by the
+        loop, and by a body's thread freeing its slot (``leases=False``: up to the first
+        that needs a lease, which the loop's thread starts, woken by the freed slot)."""
         while self._accepting:
-            free = self._free_slots()
-            with self._lock:  # their slots taken now; never past --max-jobs
-                free = min(free, self.config.concurrency - self._slots_used)
-                room = self._recycle.room(self.started_count, free)
-                batch = self._ahead.take_many(room, limited=leases)
-                self._slots_used += len(batch)
-                self.started_count += len(batch)
+            room = self._reserve(len(self._ahead))  # their slots taken now; never past --max-jobs
+            batch = self._ahead.take_many(room, limited=leases)
+            self._reserve(len(batch) - room)
             if not batch:
                 return
             freed = self._limits.freed()
             verdicts = self._limits.start(batch)  # hook: limits — their leases, taken now
             for attempt, verdict in zip(batch, verdicts, strict=True):
                 if verdict == "run":
-                    attempt.holds_slot = True
                     self._start(attempt)
                     continue
-                with self._lock:
-                    self._slots_used -= 1
-                    self.started_count -= 1
-                    if verdict == "gone":  # shed, refused or failed by the gate: not ours now
+                self._reserve(-1)
+                if verdict == "gone":  # shed, refused or failed by the gate: not ours now
+                    with self._lock:
                         self._running.pop(attempt.job.id, None)
-                if verdict == "gone":
                     attempt.take_settle()
                 else:
                     self._ahead.park(attempt)  # until one of this worker's own settles lands
             if "park" in verdicts and self._limits.freed() != freed:
                 self._ahead.unpark()  # a settle of its key landed meanwhile: try again now
 
+    def _reserve(self, wanted: int) -> int:
+        """Up to ``wanted`` body slots taken for handed runs (``handoff.py``), or given back."""
+        idle = self._bodies.pool.idle()
+        with self._lock:
+            if wanted > 0:
+                free = max(0, min(wanted, self.config.concurrency - self._slots_used, idle))
+                wanted = self._recycle.room(self.started_count, free) if self._accepting else 0
+            self._slots_used += wanted
+            self.started_count += wanted
+        return wanted
+
     def _start(self, attempt: Attempt) -> None:
+        attempt.holds_slot = True
         definition = attempt.definition
         if definition is not None and definition.timeout_seconds is not None:
             attempt.deadline = time.monotonic() + definition.timeout_seconds
@@ -284,8 +291,7 @@ class Worker:
             self._signal.set()
 
     def _nudge(self) -> None:
-        """Wake the loop only when its next pass has work (a wake per ending cost a pass per job):
-        a claim, a recycle check, the drain, a run waiting in a free slot for its leases."""
+        """Wake the loop only when its next pass has work, never once per ending (measured)."""
         work = self._claim_size() > 0 or (len(self._ahead) > 0 and self._free_slots() > 0)
         if work or not self._accepting or self.config.max_jobs is not None:
             self._signal.set()
@@ -301,16 +307,14 @@ class Worker:
         self.held.returned(attempt)
         self._limits.ended(attempt)  # hook: limits — its slots wait for its settle
         self._release_slot(attempt, wake=False)
-        # Not taken: settled on its behalf already (timed out past grace, released).
-        if attempt.take_settle():
+        if attempt.take_settle():  # else settled on its behalf (timed out past grace, released)
             self._settler.put(Outcome(attempt, "lost") if attempt.lost else outcome)
         self._start_waiting(leases=False)
         self._nudge()  # after the next attempt took the slot: claim only when few wait
 
     def _done(self, attempt: Attempt, how: str) -> None:
         """The settler wrote (or skipped) this attempt's ending: forget it."""
-        # hook: limits — abandons the slots of a run not started; parked runs try again
-        if self._limits.done(attempt) and self._ahead.unpark():
+        if self._limits.done(attempt) and self._ahead.unpark():  # hook: limits; parked runs retry
             self._signal.set()
         self._release_slot(attempt)
         with self._lock:
@@ -319,18 +323,14 @@ class Worker:
         self._nudge()
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
-        """Leave the body's progress on its attempt; the maintenance thread stores it with the
-        next heartbeat, through its own connection. No database call here: written through the
-        body's connection, inside a body's transaction, it would lock the job row until that
-        commits, and every heartbeat of the worker would wait for it."""
+        """Progress for the next heartbeat (never the body's connection, whose row lock waits)."""
         if attempt.lost or attempt.settle_taken:
             return  # a cancelled attempt writes nothing more
         attempt.set_progress(encode_json(value, root="progress", max_depth=32, max_bytes=65536))
         self._maintenance.progress_pending()
 
     def _abandon_timed_out(self, attempt: Attempt) -> None:
-        """The attempt ignored its cancel past the grace period: fail it now; whatever its
-        thread does later writes nothing."""
+        """Past its cancel's grace: fail the attempt now (its thread writes nothing more)."""
         if not attempt.take_settle():
             return
         logger.error(

@@ -37,6 +37,7 @@ from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
+from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
@@ -68,10 +69,23 @@ class Settler(threading.Thread):
         self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._full = threading.Event()
-        """Ends the flush window early: a full batch waits, or the stop came."""
+        """Ends the flush window early: a full batch waits, every held slot waits, or the stop
+        came."""
+        self.handoffs: HandOffs | None = None
+        """Set by the worker: each flush offers its runs' lease slots to waiting runs."""
+        self._holding: set[int] = set()
+        """Queued endings (by ``id``) whose runs held a slot of the worker's when put."""
+        self._holding_lock = threading.Lock()
 
     def put(self, outcome: Outcome) -> None:
         self._queue.put(outcome)
+        handoffs = self.handoffs
+        if handoffs is not None and handoffs.holds(outcome.attempt):
+            with self._holding_lock:
+                self._holding.add(id(outcome))
+                holding = len(self._holding)
+            if handoffs.all_in(holding):  # nothing more can join: runs wait for these slots
+                self._full.set()
         if self._queue.qsize() >= ACK_BATCH_MAX:
             self._full.set()
 
@@ -98,7 +112,8 @@ class Settler(threading.Thread):
         """The endings of one flush: the first (waited for), then what else came within
         ``ack_flush`` of it, up to ``ACK_BATCH_MAX``. The thread sleeps through the window
         instead of waking for each ending (a wake per ending cost more CPU than its share of
-        the statement); a full batch or the stop ends the window at once."""
+        the statement); a full batch, the stop, or a batch that holds every lease slot the
+        worker holds while runs wait for them (``handoff.py``) ends the window at once."""
         first = self._queue.get()
         if first is None:
             return []
@@ -115,6 +130,9 @@ class Settler(threading.Thread):
                 self._stopping.set()
                 break
             batch.append(item)
+        if self._holding:
+            with self._holding_lock:
+                self._holding.difference_update(id(outcome) for outcome in batch)
         return batch
 
     def _settle(self, batch: list[Outcome]) -> None:
@@ -127,7 +145,13 @@ class Settler(threading.Thread):
                 endings.append((outcome, self._item(outcome)))
         if not endings:
             return
-        landed, refused = self._write_many(endings)
+        handoffs = self.handoffs
+        settling = [outcome.attempt for outcome, _ in endings]
+        offered = handoffs.offer(settling) if handoffs else []
+        granted: set[uuid.UUID] = set()
+        landed, refused = self._write_many(endings, offered, granted)
+        if handoffs and offered:
+            handoffs.handed(settling, offered, granted)  # before the settled runs are done
         for outcome, item in endings:
             if item.job_id in refused:
                 continue
@@ -176,13 +200,24 @@ class Settler(threading.Thread):
         self._on_done(attempt, how)
 
     def _write_many(
-        self, endings: list[tuple[Outcome, SettleItem]]
+        self,
+        endings: list[tuple[Outcome, SettleItem]],
+        offered: list[Attempt] | None = None,
+        granted: set[uuid.UUID] | None = None,
     ) -> tuple[set[uuid.UUID], dict[uuid.UUID, Exception]]:
-        """Write ``endings`` in one statement. A batch the database refuses is split in halves
-        until each refused ending stands alone: answers the ids that landed and, per refused
-        id, the error. Every write of the split writes disjoint rows, so nothing lands twice."""
+        """Write ``endings`` in one statement, handing their slots to ``offered`` (the runs
+        granted go in ``granted``). A batch the database refuses is split in halves, with no
+        hand-off, until each refused ending stands alone: answers the ids that landed and, per
+        refused id, the error. Every write of the split writes disjoint rows, so nothing lands
+        twice."""
         items = [item for _, item in endings]
         try:
+            if offered and self.handoffs is not None and granted is not None:
+                runs = self.handoffs.runs(offered)
+                write = partial(self._driver.job_settle_handoff, items=items, runs=runs)
+                handoff = self._write(write)
+                granted.update(handoff.granted)
+                return handoff.landed, {}
             return self._write(partial(self._driver.job_settle_many, items=items)), {}
         except Exception as exc:
             if len(endings) == 1:

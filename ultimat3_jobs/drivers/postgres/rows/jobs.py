@@ -152,6 +152,15 @@ def ids(result: Result, column: str = "id") -> set[uuid.UUID]:
     return {as_uuid(row[position]) for row in result.rows}
 
 
+def handed(result: Result) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    """``job_settle_handoff``'s rows: the settled ids, and the next runs granted a slot."""
+    landed: set[uuid.UUID] = set()
+    granted: set[uuid.UUID] = set()
+    for job_id, was_granted in result.picked("id", "granted"):
+        (granted if was_granted else landed).add(as_uuid(job_id))
+    return landed, granted
+
+
 def batch_inserted(result: Result, size: int) -> set[uuid.UUID] | None:
     """``job_enqueue_many``'s one row: ``None`` when all ``size`` rows of the batch were
     inserted, else the ids of those that were."""

@@ -240,11 +240,10 @@ where j.id = c.id
 returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
           j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent, j.run_at
 
--- name: job_ack_many
--- Settles a batch of completed attempts in one statement, each fenced by state and claim token,
--- and moves the per-minute counter in the same statement (names in order, so two batches lock
--- counter rows in the same order and never deadlock).
-with done as (
+-- fragment: acked_done
+-- A batch of completed attempts settled, each fenced by state and claim token: the CTE done(id,
+-- name) of job_ack_many and job_settle_handoff.
+done as (
     update x_jobs j
     set state = 'completed',
         result = a.result::jsonb,
@@ -255,17 +254,80 @@ with done as (
         as a(id, token, result, progress)
     where j.id = a.id and j.state = 'running' and j.claim_token = a.token
     returning j.id, j.name
-), freed as (
-    -- limits: the run's concurrency slots go with its settle (x_job_leases)
-    delete from x_job_leases l using done d where l.job_id = d.id and l.kind = 'concurrency'
-), counter_deltas({{counter_columns}}) as (
+)
+
+-- fragment: acked_counted
+-- The completed counter of every name in done, moved in the same statement (names in order,
+-- so two batches lock counter rows in the same order and never deadlock).
+counter_deltas({{counter_columns}}) as (
     select d.name, 'minute', date_trunc('minute', now()), count(*), 0, 0, 0, 0, 0
     from done d
     group by d.name
 ), counted as (
     {{counter_upsert}}
 )
+
+-- name: job_ack_many
+-- Settles a batch of completed attempts in one statement and moves the per-minute counter in
+-- the same statement.
+with {{acked_done}}, freed as (
+    -- limits: the run's concurrency slots go with its settle (x_job_leases)
+    delete from x_job_leases l using done d where l.job_id = d.id and l.kind = 'concurrency'
+), {{acked_counted}}
 select id from done
+
+-- name: job_settle_handoff
+-- job_ack_many, and in the same statement each settled run's concurrency slot passes to a next
+-- run of the same key that the worker offers (one concurrency slot each, in the order given):
+-- the slot's row is updated to the next run, never deleted and inserted again, so the key never
+-- holds more rows than before. A next run is fenced by state and claim token and must hold no
+-- live slot of its key already; its slot must be below its limit. The grant's moment is one
+-- clock_timestamp(), at or after the settled runs' finished_at (now()): the row's acquired_at
+-- and the next run's started_at, so the runs' stamps never overlap. A row is fenced by the job
+-- it belonged to, so a slot taken over meanwhile (expired) is left alone. The rows no next run
+-- takes are deleted, as every settle does. Answers the settled ids, then the granted ones.
+with {{acked_done}}, offered as (
+    select o.n, o.job_id, o.token, o.key, o.lim
+    from unnest(%(next_ids)s::uuid[], %(next_tokens)s::uuid[], %(next_keys)s::text[],
+                %(next_limits)s::int[])
+        with ordinality as o(job_id, token, key, lim, n)
+), next_runs as (
+    select o.n, o.job_id, o.token, o.key, o.lim, j.lease_expires_at,
+           row_number() over (partition by o.key order by o.n) as rank
+    from offered o
+    join x_jobs j on j.id = o.job_id and j.state = 'running' and j.claim_token = o.token
+    where not exists (
+        select 1 from x_job_leases l
+        where l.key = o.key and l.job_id = o.job_id and l.expires_at > now()
+    )
+), freeing as (
+    select l.key, l.slot, l.job_id,
+           row_number() over (partition by l.key order by l.slot) as rank
+    from x_job_leases l
+    join done d on d.id = l.job_id
+    where l.kind = 'concurrency'
+), stamp as (
+    select clock_timestamp() as at
+), handed as (
+    update x_job_leases l
+    set job_id = r.job_id, claim_token = r.token, acquired_at = t.at,
+        expires_at = r.lease_expires_at
+    from freeing f
+    join next_runs r on r.key = f.key and r.rank = f.rank and f.slot < r.lim
+    cross join stamp t
+    where l.key = f.key and l.slot = f.slot and l.job_id = f.job_id and l.kind = 'concurrency'
+    returning l.job_id
+), freed as (
+    delete from x_job_leases l
+    using freeing f
+    where l.key = f.key and l.slot = f.slot and l.job_id = f.job_id and l.kind = 'concurrency'
+      and not exists (
+          select 1 from next_runs r where r.key = f.key and r.rank = f.rank and f.slot < r.lim
+      )
+), {{grants_started(grants=handed)}}, {{acked_counted}}
+select id, false as granted from done
+union all
+select id, true from started
 
 -- fragment: settled_slots_freed
 -- What every settle does after its row change (a CTE ``settled(id, name, ...)``): the run's

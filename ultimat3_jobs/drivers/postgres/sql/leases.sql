@@ -101,6 +101,17 @@ where l.expires_at > now() and (%(kind)s::text is null or l.kind = %(kind)s::tex
 order by l.key collate "C", l.slot
 limit %(limit)s
 
+-- fragment: grants_started(grants)
+-- The granted runs (a CTE of job_id) stamped started at the grant's moment (the CTE stamp): the
+-- started CTE of lease_acquire_many and job_settle_handoff.
+started as (
+    update x_jobs j
+    set started_at = (select t.at from stamp t)
+    from $grants g
+    where j.id = g.job_id
+    returning j.id
+)
+
 -- name: lease_acquire_many
 -- One slot of one concurrency key for each of several running attempts (n, in the order given),
 -- in one statement, fenced by each claim token: the runs of one key take its free slots (no live
@@ -152,13 +163,7 @@ with asked as (
         acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
     where l.expires_at <= now()
     returning l.key, l.job_id, l.slot, l.expires_at
-), started as (
-    update x_jobs j
-    set started_at = (select t.at from stamp t)
-    from granted g
-    where j.id = g.job_id
-    returning j.id
-), held as (
+), {{grants_started(grants=granted)}}, held as (
     select v.key, v.expires_at from live v
     union all
     select g.key, g.expires_at from granted g

@@ -1,0 +1,66 @@
+"""A run handed its concurrency slot by a settle (``job_settle_handoff``) whose worker is then
+SIGKILLed, with a real ``jobs_worker`` process.
+
+Five runs of one key capped at 1 (``process.limited_one``, 0.3 s each) on one worker of three
+slots: the runs after the first wait in the worker, and each settle hands the finished run's
+slot to the next. Once two completed, the worker is killed while the run it was handed runs.
+From the rows: the dead run's slot is free again within lease + rescue interval of the kill; a
+second worker completes every job; no two runs of the key overlap by the database's own stamps;
+no lease row is left."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from tests.limits.support import most_at_once
+from tests.process.audit import db_now, enqueue, settled
+from tests.process.conftest import Workers
+from tests.settings_process import PROCESS_TIMINGS
+from ultimat3_jobs.models import Job, JobLease
+
+pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
+
+LEASE = float(PROCESS_TIMINGS["VISIBILITY_TIMEOUT_SECONDS"])
+RESCUE = float(PROCESS_TIMINGS["RESCUE_INTERVAL_SECONDS"])
+FREE_SLACK = 10.0
+
+
+def test_a_handed_runs_worker_killed_frees_its_slot_and_every_job_completes(
+    workers: Workers,
+) -> None:
+    ids = enqueue("process.limited_one", [{"key": "h", "sleep": 0.3} for _ in range(5)])
+    first = workers.start("handoff-0", concurrency=3)
+    workers.wait_registered(first, timeout=60)
+    deadline = time.monotonic() + 60
+    while Job.objects.filter(id__in=ids, state="completed").count() < 2:
+        assert time.monotonic() < deadline, "two runs never completed"
+        time.sleep(0.02)
+    held = list(JobLease.objects.filter(kind="concurrency").values_list("job_id", "claim_token"))
+    running = set(
+        Job.objects.filter(id__in=ids, state="running", worker_id="handoff-0").values_list(
+            "id", "claim_token"
+        )
+    )
+    first.signal(signal.SIGKILL)
+    first.wait(30)
+    killed_at = db_now()
+    assert len(held) == 1 and held[0] in running, (held, running)  # the handed run's slot
+
+    workers.start("handoff-1", concurrency=3)
+    deadline = time.monotonic() + LEASE + RESCUE + FREE_SLACK
+    while JobLease.objects.filter(job_id=held[0][0], claim_token=held[0][1]).exists():
+        assert time.monotonic() < deadline, "the dead run's slot stayed held"
+        time.sleep(0.05)
+    assert (db_now() - killed_at).total_seconds() <= LEASE + RESCUE + FREE_SLACK
+    deadline = time.monotonic() + 120
+    while not settled(ids):
+        workers.check_started()
+        assert time.monotonic() < deadline, workers.report()
+        time.sleep(0.05)
+    assert set(Job.objects.filter(id__in=ids).values_list("state", flat=True)) == {"completed"}
+    spans = list(Job.objects.filter(id__in=ids).values_list("started_at", "finished_at"))
+    assert most_at_once(spans) == 1
+    assert JobLease.objects.count() == 0
