@@ -70,10 +70,11 @@ every step the second drain stored over its span.
 The `backfill` phase sweeps a table of 200,000 rows with a backfill (`bench.backfill`: batches
 of 1,000, each one durable step that stores its cursor and counts the batch in the ledger, in
 one statement) and times its run by the database's clock; then it runs a plain loop of `UPDATE
-... WHERE id BETWEEN` over the same rows, in the same batches, with the same update, from one
-session on Django's connection, as a management command sweeping a table does today; then the
-same loop on a bare psycopg connection, which prepares the statement after five runs (Django's
-connections do not). Each sweep takes about a second, so the three alternate three times, each
+... WHERE id BETWEEN` over the same rows, in the same batches, from one session on Django's
+connection, as a management command sweeping a table does today: the same QuerySet update as
+the backfill's `handle` (`filter(id__range=...).update(...)`); then the same UPDATE in SQL on a
+bare psycopg connection, which prepares the statement after five runs (Django's connections do
+not). Each sweep takes about a second, so the three alternate three times, each
 on a freshly filled table, and the medians are compared. The figure to read is the backfill's
 rows/s as a share of the loop's on Django's connection: what the cursor, the steps and the
 ledger cost over the code they replace; the share of the bare psycopg loop's is given beside
