@@ -1,9 +1,9 @@
 """A run handed its concurrency slot by a settle (``job_settle_handoff``) whose worker is then
 SIGKILLed, with a real ``jobs_worker`` process.
 
-Five runs of one key capped at 1 (``process.limited_one``, 0.3 s each) on one worker of three
+Eight runs of one key capped at 1 (``process.limited_one``, 0.3 s each) on one worker of three
 slots: the runs after the first wait in the worker, and each settle hands the finished run's
-slot to the next. Once two completed, the worker is killed while the run it was handed runs.
+slot to the next. Once two completed, the worker is killed while a run of it holds the slot.
 From the rows: the dead run's slot is free again within lease + rescue interval of the kill; a
 second worker completes every job; no two runs of the key overlap by the database's own stamps;
 no lease row is left."""
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import signal
 import time
+import uuid
 
 import pytest
+from django.db import connection, transaction
 
 from tests.limits.support import most_at_once
 from tests.process.audit import db_now, enqueue, settled
@@ -31,23 +33,24 @@ FREE_SLACK = 10.0
 def test_a_handed_runs_worker_killed_frees_its_slot_and_every_job_completes(
     workers: Workers,
 ) -> None:
-    ids = enqueue("process.limited_one", [{"key": "h", "sleep": 0.3} for _ in range(5)])
+    ids = enqueue("process.limited_one", [{"key": "h", "sleep": 0.3} for _ in range(8)])
     first = workers.start("handoff-0", concurrency=3)
     workers.wait_registered(first, timeout=60)
     deadline = time.monotonic() + 60
     while Job.objects.filter(id__in=ids, state="completed").count() < 2:
         assert time.monotonic() < deadline, "two runs never completed"
         time.sleep(0.02)
-    held = list(JobLease.objects.filter(kind="concurrency").values_list("job_id", "claim_token"))
-    running = set(
-        Job.objects.filter(id__in=ids, state="running", worker_id="handoff-0").values_list(
-            "id", "claim_token"
-        )
-    )
+    # The slot's holder and the running runs, read in one snapshot: read apart, a settle
+    # handing the slot on between the two reads (a loaded machine) would make them disagree.
+    while True:
+        held, running = _holder_and_running(ids)
+        if len(held) == 1 and held[0] in running:  # the handed run's slot
+            break
+        assert time.monotonic() < deadline, (held, running)
+        time.sleep(0.02)
     first.signal(signal.SIGKILL)
     first.wait(30)
     killed_at = db_now()
-    assert len(held) == 1 and held[0] in running, (held, running)  # the handed run's slot
 
     workers.start("handoff-1", concurrency=3)
     deadline = time.monotonic() + LEASE + RESCUE + FREE_SLACK
@@ -64,3 +67,22 @@ def test_a_handed_runs_worker_killed_frees_its_slot_and_every_job_completes(
     spans = list(Job.objects.filter(id__in=ids).values_list("started_at", "finished_at"))
     assert most_at_once(spans) == 1
     assert JobLease.objects.count() == 0
+
+
+def _holder_and_running(
+    ids: list[uuid.UUID],
+) -> tuple[list[tuple[uuid.UUID, uuid.UUID]], set[tuple[uuid.UUID, uuid.UUID]]]:
+    """The concurrency slot rows' runs, and the first worker's running runs, as of one
+    snapshot."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("set transaction isolation level repeatable read")
+        held = list(
+            JobLease.objects.filter(kind="concurrency").values_list("job_id", "claim_token")
+        )
+        running = set(
+            Job.objects.filter(id__in=ids, state="running", worker_id="handoff-0").values_list(
+                "id", "claim_token"
+            )
+        )
+    return held, running
