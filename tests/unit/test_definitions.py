@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from ultimat3_jobs import Retry, job
+from ultimat3_jobs import Retry, cron, job
 from ultimat3_jobs.errors import JobDeclarationInvalid, JobNameDuplicate, JobTenantRequired
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.registry import registry
@@ -157,3 +157,12 @@ def test_retry_defaults_come_from_settings() -> None:
     ):
         assert Retry().max_attempts() == 7
         assert Retry().delay_seconds(2) == 6.0
+
+
+def test_an_unknown_option_is_a_type_error_naming_it() -> None:
+    """The options travel as one typed mapping; a keyword neither decorator takes is still
+    refused when the decorator is called, before any body is declared, as Python would."""
+    with pytest.raises(TypeError, match=r"^job\(\) got an unexpected keyword argument 'queues'"):
+        job(tenant="none", queues="emails")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"^cron\(\) got an unexpected .* 'sensitive'"):
+        cron(cron="0 3 * * *", tz="UTC", tenant="none", sensitive=["ssn"])  # type: ignore[call-arg]

@@ -12,7 +12,7 @@ import inspect
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, overload
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobDeclarationInvalid, JobTenantRequired
@@ -44,9 +44,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Concurrency",
+    "CronJobOptions",
     "JobCall",
     "JobDefinition",
     "JobHandle",
+    "JobOptions",
     "Rate",
     "Retry",
     "cron",
@@ -55,46 +57,46 @@ __all__ = [
 ]
 
 
+class CronJobOptions(TypedDict, total=False):
+    """The options a job is declared with, each optional: ``@cron`` takes them beside its
+    schedule, ``@job`` takes them and ``sensitive`` (:class:`JobOptions`). Defaults: ``name``
+    the body's ``module.qualname``, ``queue`` ``DEFAULT_QUEUE``, ``priority`` 0, ``retry``
+    ``Retry()``, ``timeout`` none, ``lease_seconds`` ``VISIBILITY_TIMEOUT_SECONDS``,
+    ``tenant`` ``DEFAULT_TENANT``, ``dead_letter`` True, ``on_settled``, ``concurrency`` and
+    ``rate`` none."""
+
+    name: str | None
+    queue: str | None
+    priority: int
+    retry: Retry | None
+    timeout: float | timedelta | None
+    lease_seconds: int | None
+    tenant: TenantRule
+    dead_letter: bool
+    on_settled: SettledHook | None
+    concurrency: int | Concurrency | None
+    rate: Rate | None
+
+
+class JobOptions(CronJobOptions, total=False):
+    """``@job``'s options: :class:`CronJobOptions` and ``sensitive`` (input field names the
+    operator surface redacts; none by default)."""
+
+    sensitive: Iterable[str]
+
+
 @overload
 def job(fn: Callable[..., Any], /) -> JobHandle: ...
 
 
 @overload
 def job(
-    fn: None = None,
-    /,
-    *,
-    name: str | None = None,
-    queue: str | None = None,
-    priority: int = PRIORITY_DEFAULT,
-    retry: Retry | None = None,
-    timeout: float | timedelta | None = None,
-    lease_seconds: int | None = None,
-    tenant: TenantRule = UNSET,
-    dead_letter: bool = True,
-    on_settled: SettledHook | None = None,
-    sensitive: Iterable[str] = (),
-    concurrency: int | Concurrency | None = None,
-    rate: Rate | None = None,
+    fn: None = None, /, **options: Unpack[JobOptions]
 ) -> Callable[[Callable[..., Any]], JobHandle]: ...
 
 
 def job(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    queue: str | None = None,
-    priority: int = PRIORITY_DEFAULT,
-    retry: Retry | None = None,
-    timeout: float | timedelta | None = None,
-    lease_seconds: int | None = None,
-    tenant: TenantRule = UNSET,
-    dead_letter: bool = True,
-    on_settled: SettledHook | None = None,
-    sensitive: Iterable[str] = (),
-    concurrency: int | Concurrency | None = None,
-    rate: Rate | None = None,
+    fn: Callable[..., Any] | None = None, /, **options: Unpack[JobOptions]
 ) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
     """Declare a job. The body takes a :class:`~ultimat3_jobs.model.context.JobContext` first and
     its input as keyword arguments::
@@ -104,51 +106,37 @@ def job(
 
         send_welcome.enqueue(user_id=42)
 
-    ``name`` defaults to ``module.qualname``. ``tenant`` is required unless
-    ``ULTIMAT3_JOBS['DEFAULT_TENANT']`` is ``"none"``. ``timeout`` bounds one attempt's run;
-    ``lease_seconds`` overrides ``VISIBILITY_TIMEOUT_SECONDS`` for this job. ``sensitive``
-    names input fields the operator surface redacts. ``on_settled(ctx, outcome)`` runs once
-    after the job ends for good. ``concurrency`` (a count or a
-    :class:`~ultimat3_jobs.model.limits.Concurrency`) and ``rate`` (a
-    :class:`~ultimat3_jobs.model.limits.Rate`) limit its runs across every worker. Declaring
+    The options (:class:`JobOptions`, all keyword-only): ``name`` defaults to
+    ``module.qualname``; ``queue``, ``priority`` and ``retry`` (a :class:`Retry`) apply to every
+    enqueue. ``tenant`` is required unless ``ULTIMAT3_JOBS['DEFAULT_TENANT']`` is ``"none"``.
+    ``timeout`` bounds one attempt's run; ``lease_seconds`` overrides
+    ``VISIBILITY_TIMEOUT_SECONDS`` for this job. ``dead_letter=False`` deletes a job that fails
+    for good instead of keeping it ``failed``. ``sensitive`` names input fields the operator
+    surface redacts. ``on_settled(ctx, outcome)`` runs once after the job ends for good.
+    ``concurrency`` (a count or a :class:`~ultimat3_jobs.model.limits.Concurrency`) and ``rate``
+    (a :class:`~ultimat3_jobs.model.limits.Rate`) limit its runs across every worker. Declaring
     registers the job; a duplicate name is refused.
     """
-
-    return _declarer(
-        fn,
-        name=name,
-        queue=queue,
-        priority=priority,
-        retry=retry,
-        timeout=timeout,
-        lease_seconds=lease_seconds,
-        tenant=tenant,
-        dead_letter=dead_letter,
-        on_settled=on_settled,
-        sensitive=sensitive,
-        schedule=None,
-        concurrency=concurrency,
-        rate=rate,
-    )
+    declare = _declarer("job", options, JobOptions.__optional_keys__, schedule=None)
+    if fn is not None:
+        return declare(fn)
+    return declare
 
 
 def _declarer(
-    fn: Callable[..., Any] | None,
-    *,
-    name: str | None,
-    queue: str | None,
-    priority: int,
-    retry: Retry | None,
-    timeout: float | timedelta | None,
-    lease_seconds: int | None,
-    tenant: TenantRule,
-    dead_letter: bool,
-    on_settled: SettledHook | None,
-    sensitive: Iterable[str],
-    schedule: Schedule | None,
-    concurrency: int | Concurrency | None = None,
-    rate: Rate | None = None,
-) -> JobHandle | Callable[[Callable[..., Any]], JobHandle]:
+    caller: str, options: Mapping[str, Any], known: frozenset[str], *, schedule: Schedule | None
+) -> Callable[[Callable[..., Any]], JobHandle]:
+    """The decorator that declares a body with ``options`` (those of ``caller``, ``known``),
+    each defaulting as :class:`CronJobOptions` says."""
+    for key in options:
+        if key not in known:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}")
+    name: str | None = options.get("name")
+    tenant: TenantRule = options.get("tenant", UNSET)
+    timeout: float | timedelta | None = options.get("timeout")
+    sensitive: Iterable[str] = options.get("sensitive", ())
+    retry: Retry | None = options.get("retry")
+
     def declare(body: Callable[..., Any]) -> JobHandle:
         if not callable(body):
             raise JobDeclarationInvalid(f"@job must decorate a function; got {body!r}")
@@ -179,20 +167,20 @@ def _declarer(
         definition = JobDefinition(
             name=job_name,
             fn=body,
-            queue=queue,
-            priority=priority,
+            queue=options.get("queue"),
+            priority=options.get("priority", PRIORITY_DEFAULT),
             retry=retry if retry is not None else Retry(),
             timeout_seconds=timeout_seconds,
-            lease_seconds=lease_seconds,
+            lease_seconds=options.get("lease_seconds"),
             tenant=chosen_tenant,
-            dead_letter=bool(dead_letter),
-            on_settled=on_settled,
+            dead_letter=bool(options.get("dead_letter", True)),
+            on_settled=options.get("on_settled"),
             sensitive=frozenset(fields),
             is_async=inspect.iscoroutinefunction(body),
             signature=signature,
             schedule=schedule,
-            concurrency=resolve_concurrency(job_name, concurrency),
-            rate=resolve_rate(job_name, rate),
+            concurrency=resolve_concurrency(job_name, options.get("concurrency")),
+            rate=resolve_rate(job_name, options.get("rate")),
         )
         check_declaration(definition)
         if schedule is not None:
@@ -205,8 +193,6 @@ def _declarer(
         registry.register(handle)
         return handle
 
-    if fn is not None:
-        return declare(fn)
     return declare
 
 
@@ -313,17 +299,7 @@ def cron(
     tz: str = UNSET,
     catch_up: CatchUp = "skip",
     max_catch_up: int = MAX_CATCH_UP_DEFAULT,
-    name: str | None = None,
-    queue: str | None = None,
-    priority: int = PRIORITY_DEFAULT,
-    retry: Retry | None = None,
-    timeout: float | timedelta | None = None,
-    lease_seconds: int | None = None,
-    tenant: TenantRule = UNSET,
-    dead_letter: bool = True,
-    on_settled: SettledHook | None = None,
-    concurrency: int | Concurrency | None = None,
-    rate: Rate | None = None,
+    **options: Unpack[CronJobOptions],
 ) -> Any:
     """Declare a cron job: a job the scheduler fires on ``cron`` in the time zone ``tz``
     (both required)::
@@ -331,11 +307,13 @@ def cron(
         @cron(cron="0 3 * * *", tz="Europe/Paris", catch_up="run-once", tenant="none")
         def nightly_report(ctx) -> None: ...
 
-    Every ``@job`` option applies. The body takes only the context. An occurrence fires once
-    across any number of schedulers; ``catch_up`` says what happens to occurrences missed
-    while none ran (see :class:`~ultimat3_jobs.model.cron.Schedule`). A cron job can also
-    be enqueued by hand like any job.
+    Every ``@job`` option but ``sensitive`` applies (:class:`CronJobOptions`). The body takes
+    only the context. An occurrence fires once across any number of schedulers; ``catch_up``
+    says what happens to occurrences missed while none ran (see
+    :class:`~ultimat3_jobs.model.cron.Schedule`). A cron job can also be enqueued by hand like
+    any job.
     """
+    name = options.get("name")
 
     def require_schedule(body: Callable[..., Any]) -> None:
         if cron is UNSET or tz is UNSET:
@@ -347,24 +325,7 @@ def cron(
             )
 
     schedule = Schedule(cron=cron, tz=tz, catch_up=catch_up, max_catch_up=max_catch_up)
-    declarer = _declarer(
-        None,
-        name=name,
-        queue=queue,
-        priority=priority,
-        retry=retry,
-        timeout=timeout,
-        lease_seconds=lease_seconds,
-        tenant=tenant,
-        dead_letter=dead_letter,
-        on_settled=on_settled,
-        sensitive=(),
-        schedule=schedule,
-        concurrency=concurrency,
-        rate=rate,
-    )
-
-    assert callable(declarer) and not isinstance(declarer, JobHandle)
+    declarer = _declarer("cron", options, CronJobOptions.__optional_keys__, schedule=schedule)
 
     def declare_cron(body: Callable[..., Any]) -> JobHandle:
         require_schedule(body)
