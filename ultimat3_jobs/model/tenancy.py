@@ -18,7 +18,7 @@ Layer L3 (job model). Each rule is here, once:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -112,42 +112,46 @@ def check_tenancy_hooks(settings: Settings) -> list[tuple[str, str]]:
 # -- enqueue --------------------------------------------------------------------------------
 
 
+def _decided(
+    ask: Callable[[], Any], refuse: type[EnqueueRefused], failed: str, rule: str, whose: str
+) -> str | None:
+    """What the tenant hook ``ask`` answers, as stored (:func:`_text`, ``whose``); a hook that
+    raises is refused with ``refuse`` (field ``tenant``, ``rule``), its message ``failed``
+    followed by the exception."""
+    try:
+        value = ask()
+    except Exception as exc:
+        raise refuse(f"{failed} {type(exc).__name__}: {exc}", field="tenant", rule=rule) from exc
+    return _text(value, refuse, whose)
+
+
 def enqueuer_tenant(options: EnqueueOptions, settings: Settings) -> str | None:
     """The tenant of the code enqueuing now (see the module's rules), or :data:`UNKNOWN`.
     Refused with :class:`~ultimat3_jobs.errors.JobOptionInvalid` (field ``tenant``) when
     ``using(tenant=...)`` or the resolver answers something that is not a tenant, or the
     resolver raises."""
     if options.tenant is not RESOLVE:
-        value, source = options.tenant, "using(tenant=...)"
-    else:
-        resolver = tenancy_hook(settings, "TENANT_RESOLVER")
-        if resolver is None:
-            return UNKNOWN  # type: ignore[no-any-return]  # the sentinel
-        source = "the TENANT_RESOLVER callable"
-        try:
-            value = resolver()
-        except Exception as exc:
-            raise JobOptionInvalid(
-                f"the enqueuer's tenant could not be decided: {source} raised "
-                f"{type(exc).__name__}: {exc}",
-                field="tenant",
-                rule="tenant-resolver",
-            ) from exc
-    return _text(value, JobOptionInvalid, f"the enqueuer's tenant (from {source})")
+        whose = "the enqueuer's tenant (from using(tenant=...))"
+        return _text(options.tenant, JobOptionInvalid, whose)
+    resolver = tenancy_hook(settings, "TENANT_RESOLVER")
+    if resolver is None:
+        return UNKNOWN  # type: ignore[no-any-return]  # the sentinel
+    source = "the TENANT_RESOLVER callable"
+    failed = f"the enqueuer's tenant could not be decided: {source} raised"
+    whose = f"the enqueuer's tenant (from {source})"
+    return _decided(resolver, JobOptionInvalid, failed, "tenant-resolver", whose)
 
 
 def input_tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | None:
     """What the job's ``tenant`` rule answers for ``input`` (``None`` for ``"none"``)."""
-    try:
-        value = definition.tenant_for(input)
-    except Exception as exc:
-        raise JobInputInvalid(
-            f"the tenant of job {definition.name!r} could not be decided from its input: "
-            f"{type(exc).__name__}: {exc}",
-            field="tenant",
-            rule="tenant-from-input",
-        ) from exc
-    return _text(value, JobInputInvalid, f"the tenant of job {definition.name!r}")
+    whose = f"the tenant of job {definition.name!r}"
+    return _decided(
+        lambda: definition.tenant_for(input),
+        JobInputInvalid,
+        f"{whose} could not be decided from its input:",
+        "tenant-from-input",
+        whose,
+    )
 
 
 def row_tenant(definition: JobDefinition, input: Mapping[str, Any], enqueuer: Any) -> str | None:
