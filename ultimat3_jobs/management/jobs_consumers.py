@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import OutputWrapper
-
 from ultimat3_jobs.consumers.declare import registered_consumers
+from ultimat3_jobs.management.jobs_output import ListingVerbs
 
 
 def add_consumer_verbs(verbs_parser: Any) -> None:
@@ -21,29 +20,23 @@ def add_consumer_verbs(verbs_parser: Any) -> None:
     listing.add_argument("--json", action="store_true", help="One JSON document.")
 
 
-class ConsumerVerbs:
+class ConsumerVerbs(ListingVerbs):
     """The ``consumers`` verb of ``manage.py jobs`` (mixed into its Command)."""
-
-    stdout: OutputWrapper
 
     def _consumers(self, options: dict[str, Any]) -> None:
         states = [spec.state() for spec in registered_consumers()]
-        if options["json"]:
-            rows = [
-                {
-                    "name": s.name,
-                    "cursor": s.cursor,
-                    "handled": s.handled,
-                    "turns": s.turns,
-                    "moved_at": s.moved_at.isoformat() if s.moved_at else None,
-                    "lag": s.lag,
-                }
-                for s in states
-            ]
-            self.stdout.write(json.dumps({"consumers": rows}))
-            return
-        if not states:
-            self.stdout.write("no consumer is declared")
+        rows = [
+            {
+                "name": s.name,
+                "cursor": s.cursor,
+                "handled": s.handled,
+                "turns": s.turns,
+                "moved_at": s.moved_at.isoformat() if s.moved_at else None,
+                "lag": s.lag,
+            }
+            for s in states
+        ]
+        if self._whole(options["json"], {"consumers": rows}, states, "no consumer is declared"):
             return
         self.stdout.write(f"{'NAME':<30} {'CURSOR':<24} {'HANDLED':>10} {'LAG':>10}  MOVED")
         for s in states:

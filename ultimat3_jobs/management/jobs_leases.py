@@ -6,12 +6,12 @@ Layer: surface. Reads and acts through :mod:`ultimat3_jobs.operator.leases`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from django.core.management.base import CommandError, OutputWrapper
+from django.core.management.base import CommandError
 
 from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.management.jobs_output import ListingVerbs
 from ultimat3_jobs.operator import leases
 
 
@@ -27,10 +27,8 @@ def add_lease_verbs(verbs_parser: Any) -> None:
     listing.add_argument("--json", action="store_true", help="One JSON document.")
 
 
-class LeaseVerbs:
+class LeaseVerbs(ListingVerbs):
     """The ``leases`` verb of ``manage.py jobs`` (mixed into its Command)."""
-
-    stdout: OutputWrapper
 
     def _leases(self, options: dict[str, Any]) -> None:
         driver = get_driver()
@@ -46,11 +44,7 @@ class LeaseVerbs:
         if options["key"] is not None:
             raise CommandError("a KEY goes with 'leases release KEY' only")
         overview = leases.leases_overview(driver)
-        if options["json"]:
-            self.stdout.write(json.dumps(overview))
-            return
-        if not overview["keys"]:
-            self.stdout.write("no lease is held")
+        if self._whole(options["json"], overview, overview["keys"], "no lease is held"):
             return
         for key in overview["keys"]:
             limit = "?" if key["limit"] is None else str(key["limit"])

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from django.core.management.base import OutputWrapper
-
 from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.management.jobs_output import ListingVerbs
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.operator import introspection
 from ultimat3_jobs.operator.redaction import REDACTED
@@ -94,10 +93,8 @@ def _last_error(job: dict[str, Any]) -> str | None:
     return message
 
 
-class ReadVerbs:
+class ReadVerbs(ListingVerbs):
     """The read verbs of :class:`~ultimat3_jobs.management.commands.jobs.Command`."""
-
-    stdout: OutputWrapper
 
     def _list(self, options: dict[str, Any]) -> None:
         page = get_driver().job_list(
@@ -110,11 +107,7 @@ class ReadVerbs:
             limit=options["limit"],
         )
         found = introspection.page_as_json(page, reveal=options["reveal"])
-        if options["json"]:
-            self.stdout.write(json.dumps(found, indent=2))
-            return
-        if not page.jobs:
-            self.stdout.write("No jobs.")
+        if self._whole(options["json"], found, page.jobs, "No jobs.", indent=2):
             return
         header = ("ID", "NAME", "QUEUE", "STATE", "ATTEMPT", "RUN AT", "CREATED", "LAST ERROR")
         rows = [
@@ -232,11 +225,7 @@ class ReadVerbs:
 
     def _cron(self, *, as_json: bool) -> None:
         rows = cron_rows()
-        if as_json:
-            self.stdout.write(json.dumps(rows, indent=2))
-            return
-        if not rows:
-            self.stdout.write("No cron jobs are declared.")
+        if self._whole(as_json, rows, rows, "No cron jobs are declared.", indent=2):
             return
         header = ("NAME", "CRON", "TZ", "CATCH-UP", "NEXT FIRE", "LAST FIRE", "PAUSED")
         lines = [header] + [
@@ -251,8 +240,5 @@ class ReadVerbs:
             )
             for r in rows
         ]
-        widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-        for line in lines:
-            self.stdout.write(
-                "  ".join(str(cell).ljust(w) for cell, w in zip(line, widths, strict=True))
-            )
+        for line in _table(lines):
+            self.stdout.write(line)

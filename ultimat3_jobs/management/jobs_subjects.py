@@ -7,12 +7,12 @@ Layer: surface. Reads ``x_subject_requests`` as the admin does.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from django.core.management.base import CommandError, OutputWrapper
+from django.core.management.base import CommandError
 from django.db import router
 
+from ultimat3_jobs.management.jobs_output import ListingVerbs
 from ultimat3_jobs.models import SubjectRequest
 from ultimat3_jobs.subjects.requests import subject_digest
 from ultimat3_jobs.subjects.tables import REQUEST_KINDS, REQUEST_STATES
@@ -38,10 +38,8 @@ def add_subject_verbs(verbs_parser: Any) -> None:
     listing.add_argument("--json", action="store_true", help="One JSON document.")
 
 
-class SubjectVerbs:
+class SubjectVerbs(ListingVerbs):
     """The ``subjects`` verb of ``manage.py jobs`` (mixed into its Command)."""
-
-    stdout: OutputWrapper
 
     def _subjects(self, options: dict[str, Any]) -> None:
         limit = options["limit"]
@@ -55,11 +53,7 @@ class SubjectVerbs:
         if options["kind"]:
             rows = rows.filter(kind=options["kind"])
         found = [_row(request) for request in rows[:limit]]
-        if options["json"]:
-            self.stdout.write(json.dumps({"requests": found}))
-            return
-        if not found:
-            self.stdout.write("no subject request matches")
+        if self._whole(options["json"], {"requests": found}, found, "no subject request matches"):
             return
         self.stdout.write(f"{'ID':>6} {'KIND':<6} {'STATE':<8} {'REQUESTED AT':<25} BY / COUNTS")
         for row in found:
