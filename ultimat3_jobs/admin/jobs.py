@@ -51,7 +51,9 @@ from ultimat3_jobs.admin.permissions import (
     VIEW_JOB_INPUT,
     has,
     reads_orm,
+    verb_permission,
 )
+from ultimat3_jobs.admin.search import ExactSearch
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import JobNotFound
@@ -76,7 +78,7 @@ SUMMARY_FIELDS = (
 
 
 @admin.register(Job)
-class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[type-arg]
+class JobAdmin(ExactSearch, JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[type-arg]
     """Read-only jobs: filters, exact search, newest first, a page at a fixed cost, and an
     action per verb."""
 
@@ -132,20 +134,11 @@ class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[ty
     def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
         return False
 
-    def has_cancel_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, CANCEL_JOB)
-
-    def has_requeue_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, REQUEUE_JOB)
-
-    def has_promote_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, PROMOTE_JOB)
-
-    def has_remove_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, REMOVE_JOB)
-
-    def has_pause_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, PAUSE_QUEUE)
+    has_cancel_permission = verb_permission(CANCEL_JOB)
+    has_requeue_permission = verb_permission(REQUEUE_JOB)
+    has_promote_permission = verb_permission(PROMOTE_JOB)
+    has_remove_permission = verb_permission(REMOVE_JOB)
+    has_pause_permission = verb_permission(PAUSE_QUEUE)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -192,21 +185,18 @@ class JobAdmin(JobActions, JobListColumns, admin.ModelAdmin):  # type: ignore[ty
         would tell a user without ``view_job_input`` a redacted value, a letter at a time."""
         return lookup in FILTER_PARAMETERS
 
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[Job], search_term: str
-    ) -> tuple[QuerySet[Job], bool]:
-        """An exact job id, else an exact idempotency key: an equality, never a ``LIKE``. A
-        key matches only jobs whose key the user may see (no oracle for a masked key)."""
-        term = search_term.strip()
-        if not term:
-            return queryset, False
+    def exact_matches(
+        self, request: HttpRequest, queryset: QuerySet[Job], term: str
+    ) -> QuerySet[Job]:
+        """An exact job id, else an exact idempotency key. A key matches only jobs whose key
+        the user may see (no oracle for a masked key)."""
         try:
             job_id = uuid.UUID(term)
         except ValueError:
             names = key_searchable_names(reveal=has(request.user, VIEW_JOB_INPUT))
             found = queryset.filter(idempotency_key=term)
-            return (found if names is None else found.filter(name__in=names)), False
-        return queryset.filter(id=job_id), False
+            return found if names is None else found.filter(name__in=names)
+        return queryset.filter(id=job_id)
 
     # -- a job's page ----------------------------------------------------------------------
 

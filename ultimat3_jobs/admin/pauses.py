@@ -15,7 +15,7 @@ from django.http import HttpRequest
 
 from ultimat3_jobs.admin.driver_jobs import pause_rows
 from ultimat3_jobs.admin.driver_rows import DriverRows
-from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, OperatorRecordsAdmin, has
+from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, OperatorRecordsAdmin, verb_permission
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.models import JobPause
@@ -33,8 +33,7 @@ class JobPauseAdmin(OperatorRecordsAdmin):
     def driver_rows(self, driver: JobDriver) -> DriverRows:
         return pause_rows(driver)
 
-    def has_pause_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, PAUSE_QUEUE)
+    has_pause_permission = verb_permission(PAUSE_QUEUE)
 
     @admin.action(permissions=["pause"], description="Resume (lift the selected pauses)")
     def resume_pauses(self, request: HttpRequest, queryset: QuerySet[JobPause]) -> None:

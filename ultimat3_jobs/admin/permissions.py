@@ -6,6 +6,7 @@ Layer: surface. The permissions are declared on :class:`~ultimat3_jobs.models.Jo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
@@ -35,6 +36,16 @@ RELEASE_LEASE = "ultimat3_jobs.release_lease"
 def has(user: Any, permission: str) -> bool:
     """Whether ``user`` (an active staff member, as the admin requires) holds ``permission``."""
     return bool(user.is_active and user.is_staff and user.has_perm(permission))
+
+
+def verb_permission(permission: str) -> Callable[[Any, HttpRequest], bool]:
+    """A ``ModelAdmin.has_<verb>_permission`` method (what ``@admin.action(permissions=...)``
+    asks): whether the request's user holds ``permission``."""
+
+    def has_verb_permission(model_admin: Any, request: HttpRequest) -> bool:
+        return has(request.user, permission)
+
+    return has_verb_permission
 
 
 def can_watch(user: Any) -> bool:

@@ -17,6 +17,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from ultimat3_jobs.admin.permissions import ReadOnlyAdmin
+from ultimat3_jobs.admin.search import ExactSearch
 from ultimat3_jobs.models import SubjectRequest
 from ultimat3_jobs.subjects.requests import subject_digest
 
@@ -33,7 +34,7 @@ _REQUEST = ("id", "kind", "state", "requested_by", "requested_at", "finished_at"
 
 
 @admin.register(SubjectRequest)
-class SubjectRequestAdmin(ReadOnlyAdmin):
+class SubjectRequestAdmin(ExactSearch, ReadOnlyAdmin):
     list_display = (*_REQUEST, "per_table", "job_id")
     fields = (
         *_REQUEST,
@@ -64,10 +65,7 @@ class SubjectRequestAdmin(ReadOnlyAdmin):
         plan = row.plan if isinstance(row.plan, list) else []
         return ", ".join(f"{e.get('table')} ({e.get('rows')} rows)" for e in plan) or "-"
 
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[SubjectRequest], search_term: str
-    ) -> tuple[QuerySet[SubjectRequest], bool]:
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        return queryset.filter(Q(subject_digest=subject_digest(term)) | Q(requested_by=term)), False
+    def exact_matches(
+        self, request: HttpRequest, queryset: QuerySet[SubjectRequest], term: str
+    ) -> QuerySet[SubjectRequest]:
+        return queryset.filter(Q(subject_digest=subject_digest(term)) | Q(requested_by=term))

@@ -21,7 +21,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from ultimat3_jobs.admin.permissions import ReadOnlyAdmin, has
+from ultimat3_jobs.admin.permissions import ReadOnlyAdmin, has, verb_permission
+from ultimat3_jobs.admin.search import ExactSearch
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobsError
 from ultimat3_jobs.models import WebhookDelivery, WebhookEndpoint
@@ -85,14 +86,9 @@ class WebhookEndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         url = reverse(f"{self.admin_site.name}:ultimat3_jobs_webhookdelivery_changelist")
         return format_html('<a href="{}?endpoint__id__exact={}">ledger</a>', url, endpoint.pk)
 
-    def has_disable_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, DISABLE)
-
-    def has_enable_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, ENABLE)
-
-    def has_rotate_permission(self, request: HttpRequest) -> bool:
-        return has(request.user, ROTATE)
+    has_disable_permission = verb_permission(DISABLE)
+    has_enable_permission = verb_permission(ENABLE)
+    has_rotate_permission = verb_permission(ROTATE)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         made = ledger.add_endpoint(obj.name, obj.url, tenant_id=obj.tenant_id or None)
@@ -133,7 +129,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyAdmin):
+class WebhookDeliveryAdmin(ExactSearch, ReadOnlyAdmin):
     """The ledger: every attempt, newest first, filtered by endpoint, status, event type and
     day; seen with ``view_webhookdelivery``, never changed."""
 
@@ -155,13 +151,10 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_select_related = ("endpoint",)
     show_full_result_count = False
 
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[WebhookDelivery], search_term: str
-    ) -> tuple[QuerySet[WebhookDelivery], bool]:
-        term = search_term.strip()
-        if not term:
-            return queryset, False
+    def exact_matches(
+        self, request: HttpRequest, queryset: QuerySet[WebhookDelivery], term: str
+    ) -> QuerySet[WebhookDelivery]:
         try:
-            return queryset.filter(job_id=uuid.UUID(term)), False
+            return queryset.filter(job_id=uuid.UUID(term))
         except ValueError:
-            return queryset.filter(event_id=term), False
+            return queryset.filter(event_id=term)
