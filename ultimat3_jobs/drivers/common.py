@@ -252,6 +252,14 @@ def log_unowned(operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> No
     )
 
 
+def owned(landed: bool, operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> bool:
+    """``landed``, after :func:`log_unowned` when the write about a running attempt did not
+    land (no running attempt holds ``claim_token``)."""
+    if not landed:
+        log_unowned(operation, job_id, claim_token)
+    return landed
+
+
 def log_unsettled(items: Sequence[SettleItem], landed: set[uuid.UUID]) -> None:
     """:func:`log_unowned` for each item of a ``job_settle_many`` that did not land, named as
     its single write would be (``ack``, ``nack (retry)``, ...)."""

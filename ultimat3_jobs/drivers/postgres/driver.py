@@ -31,6 +31,7 @@ from ultimat3_jobs.drivers.base import (
     log_lost_beats,
     log_unowned,
     log_unsettled,
+    owned,
 )
 from ultimat3_jobs.drivers.postgres.backfills import BackfillStatements
 from ultimat3_jobs.drivers.postgres.leases import LeaseStatements, one_slot
@@ -269,9 +270,7 @@ class PostgresDriver(
         if action == "retry":
             params["delay_seconds"] = max(0.0, float(delay_seconds))
         landed = bool(self._jobs.run(statement[action], params))
-        if not landed:
-            log_unowned(f"nack ({action})", job_id, claim_token)
-        return landed
+        return owned(landed, f"nack ({action})", job_id, claim_token)
 
     def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
         if not items:
@@ -311,15 +310,8 @@ class PostgresDriver(
     def job_progress(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
     ) -> bool:
-        landed = bool(
-            self._jobs.run(
-                "job_progress",
-                {"id": job_id, "claim_token": claim_token, "progress": progress_json},
-            )
-        )
-        if not landed:
-            log_unowned("progress", job_id, claim_token)
-        return landed
+        params = {"id": job_id, "claim_token": claim_token, "progress": progress_json}
+        return owned(bool(self._jobs.run("job_progress", params)), "progress", job_id, claim_token)
 
     def job_rescue_expired(
         self,

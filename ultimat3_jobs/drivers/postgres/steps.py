@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from ultimat3_jobs.drivers.base import log_unowned
+from ultimat3_jobs.drivers.base import log_unowned, owned
 from ultimat3_jobs.drivers.postgres.direct import run_direct
 from ultimat3_jobs.drivers.postgres.rows import steps as step_rows
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
@@ -111,10 +111,7 @@ class StepStatements:
 
     def job_suspend(self, *, job_id: uuid.UUID, claim_token: uuid.UUID, step: str) -> bool:
         params = {"id": job_id, "claim_token": claim_token, "step": step}
-        landed = bool(self._jobs.run("job_suspend", params))
-        if not landed:
-            log_unowned("suspend", job_id, claim_token)
-        return landed
+        return owned(bool(self._jobs.run("job_suspend", params)), "suspend", job_id, claim_token)
 
     def event_send(
         self,

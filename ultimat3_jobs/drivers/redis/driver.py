@@ -31,6 +31,7 @@ from ultimat3_jobs.drivers.base import (
     check_settle_action,
     log_lost_beats,
     log_unowned,
+    owned,
 )
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.backfills import BackfillScriptMethods
@@ -220,18 +221,14 @@ class RedisDriver(
             codec.optional(progress_json),
         ]
         landed = bool(self._run("job_nack", args))
-        if not landed:
-            log_unowned(f"nack ({action})", job_id, claim_token)
-        return landed
+        return owned(landed, f"nack ({action})", job_id, claim_token)
 
     def job_progress(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
     ) -> bool:
         codec.check_json(progress_json, "progress")
         landed = bool(self._run("job_progress", [str(job_id), str(claim_token), progress_json]))
-        if not landed:
-            log_unowned("progress", job_id, claim_token)
-        return landed
+        return owned(landed, "progress", job_id, claim_token)
 
     def job_rescue_expired(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from ultimat3_jobs.drivers.base import log_unowned
+from ultimat3_jobs.drivers.base import log_unowned, owned
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
@@ -104,9 +104,7 @@ class StepScriptMethods(RedisStore):
 
     def job_suspend(self, *, job_id: uuid.UUID, claim_token: uuid.UUID, step: str) -> bool:
         landed = bool(self._run("job_suspend", [str(job_id), str(claim_token), step]))
-        if not landed:
-            log_unowned("suspend", job_id, claim_token)
-        return landed
+        return owned(landed, "suspend", job_id, claim_token)
 
     def event_send(
         self,
