@@ -21,12 +21,13 @@ from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import (
     EnqueueRefused,
     JobDeclarationInvalid,
+    JobInputInvalid,
     JobOptionInvalid,
     JobTenantMismatch,
     Terminal,
 )
 from ultimat3_jobs.model.registry import registry
-from ultimat3_jobs.model.tenancy import tenant_scope
+from ultimat3_jobs.model.tenancy import input_tenant, tenant_scope
 from ultimat3_jobs.models import OutboxEntry
 from ultimat3_jobs.testing import fire_cron
 
@@ -132,6 +133,36 @@ def test_a_resolver_that_fails_refuses_the_enqueue(
             jobs.system.enqueue(document="x")
         assert (caught.value.field, caught.value.rule) == ("tenant", rule)
         assert tenants(get_driver()) == []
+
+
+class _UndecidedDefinition:
+    """A job definition's two attributes :func:`input_tenant` reads, its tenant rule raising."""
+
+    name = "tests.tenancy.undecided"
+
+    def tenant_for(self, input: Any) -> Any:
+        raise KeyError("org")
+
+
+def test_a_raising_tenant_hook_is_refused_naming_the_hook_and_its_error(
+    transactional_db: None,
+) -> None:
+    """Both hooks (the resolver, a job's tenant callable) are asked by one helper; the two
+    refusals keep their words."""
+    resolving = override_settings(ULTIMAT3_JOBS={**TENANCY, "TENANT_RESOLVER": _raises})
+    with resolving, pytest.raises(JobOptionInvalid) as resolver:
+        jobs.system.enqueue(document="x")
+    assert resolver.value.message == (
+        "the enqueuer's tenant could not be decided: the TENANT_RESOLVER callable raised "
+        "LookupError: no session"
+    )
+    with pytest.raises(JobInputInvalid) as rule:
+        input_tenant(_UndecidedDefinition(), {})  # type: ignore[arg-type]
+    assert rule.value.message == (
+        "the tenant of job 'tests.tenancy.undecided' could not be decided from its input: "
+        "KeyError: 'org'"
+    )
+    assert (rule.value.field, rule.value.rule) == ("tenant", "tenant-from-input")
 
 
 def test_a_resolver_may_be_a_callable(transactional_db: None) -> None:

@@ -113,16 +113,27 @@ def check_tenancy_hooks(settings: Settings) -> list[tuple[str, str]]:
 
 
 def _decided(
-    ask: Callable[[], Any], refuse: type[EnqueueRefused], failed: str, rule: str, whose: str
+    ask: Callable[..., Any],
+    args: tuple[Any, ...],
+    refuse: type[EnqueueRefused],
+    rule: str,
+    whose: str,
+    failed: str,
 ) -> str | None:
-    """What the tenant hook ``ask`` answers, as stored (:func:`_text`, ``whose``); a hook that
-    raises is refused with ``refuse`` (field ``tenant``, ``rule``), its message ``failed``
-    followed by the exception."""
+    """What the tenant hook ``ask`` answers for ``args``, as stored (:func:`_text`, ``whose``);
+    a hook that raises is refused with ``refuse`` (field ``tenant``, ``rule``), its message
+    ``failed`` (``{}`` standing for ``whose``) followed by the exception. Nothing is formatted
+    unless the hook raises: the enqueue path calls this."""
     try:
-        value = ask()
+        value = ask(*args)
     except Exception as exc:
-        raise refuse(f"{failed} {type(exc).__name__}: {exc}", field="tenant", rule=rule) from exc
+        message = f"{failed.format(whose)} {type(exc).__name__}: {exc}"
+        raise refuse(message, field="tenant", rule=rule) from exc
     return _text(value, refuse, whose)
+
+
+_RESOLVED = "the enqueuer's tenant (from the TENANT_RESOLVER callable)"
+_UNRESOLVED = "the enqueuer's tenant could not be decided: the TENANT_RESOLVER callable raised"
 
 
 def enqueuer_tenant(options: EnqueueOptions, settings: Settings) -> str | None:
@@ -136,21 +147,15 @@ def enqueuer_tenant(options: EnqueueOptions, settings: Settings) -> str | None:
     resolver = tenancy_hook(settings, "TENANT_RESOLVER")
     if resolver is None:
         return UNKNOWN  # type: ignore[no-any-return]  # the sentinel
-    source = "the TENANT_RESOLVER callable"
-    failed = f"the enqueuer's tenant could not be decided: {source} raised"
-    whose = f"the enqueuer's tenant (from {source})"
-    return _decided(resolver, JobOptionInvalid, failed, "tenant-resolver", whose)
+    return _decided(resolver, (), JobOptionInvalid, "tenant-resolver", _RESOLVED, _UNRESOLVED)
 
 
 def input_tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | None:
     """What the job's ``tenant`` rule answers for ``input`` (``None`` for ``"none"``)."""
     whose = f"the tenant of job {definition.name!r}"
+    failed = "{} could not be decided from its input:"
     return _decided(
-        lambda: definition.tenant_for(input),
-        JobInputInvalid,
-        f"{whose} could not be decided from its input:",
-        "tenant-from-input",
-        whose,
+        definition.tenant_for, (input,), JobInputInvalid, "tenant-from-input", whose, failed
     )
 
 
