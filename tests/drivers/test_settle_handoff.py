@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from dataclasses import replace
 
 import pytest
 from django.db import transaction
@@ -143,3 +144,32 @@ def test_a_refused_write_lands_nothing_and_hands_nothing_off(driver):
     assert get(driver, done.id).state == JobState.RUNNING
     assert holders(driver) == [(0, done.id, done.claim_token)]
     assert get(driver, waiting.id).started_at == before
+
+
+def test_a_batch_with_a_nack_hands_its_slots_on_as_acks_do(driver):
+    done, waiting = holding(driver), running(driver)
+    retried = SettleItem(job_id=done.id, claim_token=done.claim_token, action="retry")
+    answer = driver.job_settle_handoff(items=[retried], runs=[next_run(waiting)])
+    assert answer.landed == {done.id}
+    assert get(driver, done.id).state == JobState.QUEUED
+    if not driver.hands_off_slots:
+        assert answer.granted == set()
+        assert holders(driver) == []
+        return
+    assert answer.granted == {waiting.id}
+    assert holders(driver) == [(0, waiting.id, waiting.claim_token)]
+    assert len(lease_rows(driver)) == 1
+
+
+@pytest.mark.parametrize("action", ["complete", "fail"])
+def test_a_relayed_run_is_stamped_started_at_its_settle(driver, action):
+    if not driver.hands_off_slots:
+        pytest.skip("only a driver that hands slots on relays a run")
+    job, other = running(driver), running(driver)
+    claimed_at = get(driver, job.id).started_at
+    item = replace(acked(job), action=action, relayed=True)
+    assert driver.job_settle_many(items=[item, acked(other)]) == {job.id, other.id}
+    row = get(driver, job.id)
+    assert row.started_at is not None and claimed_at is not None
+    assert row.started_at == row.finished_at and row.started_at > claimed_at
+    assert get(driver, other.id).started_at < get(driver, other.id).finished_at
