@@ -180,7 +180,9 @@ class HandOffs:
     def _fresh(self, slot: Slot) -> bool:
         """Whether the lease of the run the slot's row names is comfortably unexpired."""
         owner = self._find(slot.owner[0])
-        return owner is not None and time.monotonic() < owner.lease_from + self._fresh_for
+        if owner is None or owner.lost or owner.job.claim_token != slot.owner[1]:
+            return False
+        return time.monotonic() < owner.lease_from + self._fresh_for
 
     def offer(self, settling: Sequence[Attempt]) -> Offer:
         """What the flush of ``settling`` offers: the riders of the rows they hold (not settled
@@ -202,7 +204,7 @@ class HandOffs:
                     offer.riders.append(found)
                     offer.owner_of[rider[0]] = pair
                     continue
-            key = holdings.key_of(pair)
+            key = holdings.close(pair)  # lent no more: this settle frees or hands it on
             if key is not None:
                 freeing[key] += 1
         if not freeing:

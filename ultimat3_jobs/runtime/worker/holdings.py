@@ -36,13 +36,15 @@ Pair = tuple[uuid.UUID, uuid.UUID]
 class Slot:
     """One row of the store this worker's runs hold: ``owner``, the run the row names;
     ``user``, the run on it now; ``ended``: the user's body ended; ``handed``: a settle passed
-    the row to a run that holds it as a slot of its own (:meth:`Holdings.passed`)."""
+    the row to a run that holds it as a slot of its own (:meth:`Holdings.passed`); ``closing``:
+    the owner's settle, on its way, frees or hands the row on: it is lent no more."""
 
     key: str
     owner: Pair
     user: Pair
     ended: bool = False
     handed: bool = False
+    closing: bool = False
 
 
 class Holdings:
@@ -95,13 +97,15 @@ class Holdings:
             slot = self._slots.get(pair)
             if slot is None or slot.user != pair or not slot.ended or slot.handed:
                 return None
-            return slot
+            return None if slot.closing else slot
 
     def lend(self, slot: Slot, pair: Pair, to: Pair) -> bool:
         """The slot that ``pair`` ended on is used by the run ``to`` now; False when it is no
         longer ``pair``'s to lend."""
         with self._lock:
             if self._slots.get(pair) is not slot or slot.user != pair or not slot.ended:
+                return False
+            if slot.closing or slot.handed:
                 return False
             slot.user = to
             self._unend(slot)
@@ -117,6 +121,17 @@ class Holdings:
             if slot is None or slot.owner != pair or slot.user == pair or slot.handed:
                 return None
             return slot.user
+
+    def close(self, pair: Pair) -> str | None:
+        """The settle of ``pair`` is being written: when the store's row names it and nobody
+        runs on its slot, the slot is lent no more (the settle frees the row or hands it to a
+        run offered it). Answers the slot's key then, else ``None``."""
+        with self._lock:
+            slot = self._slots.get(pair)
+            if slot is None or slot.owner != pair or slot.handed or not slot.ended:
+                return None
+            slot.closing = True
+            return slot.key
 
     def owns(self, pair: Pair) -> bool:
         """Whether the store's row names ``pair`` (its settle frees or passes the row)."""
@@ -196,7 +211,7 @@ class Holdings:
         """A slot of ``key`` whose user's body ended and that can be lent, or ``None``."""
         with self._lock:
             for slot in self._idle.get(key, ()):
-                if not slot.handed:
+                if not slot.handed and not slot.closing:
                     return slot
             return None
 
