@@ -133,7 +133,7 @@ class HandOffs:
         self._start = start
         self._wake = wake
         self._find = find
-        self._fresh_for = lease_seconds * LEND_MARGIN
+        self._lease_seconds = lease_seconds
         if driver.hands_off_slots:
             self._holdings.lends = self._lends
             gate.lend = self.lend_to
@@ -182,7 +182,9 @@ class HandOffs:
         owner = self._find(slot.owner[0])
         if owner is None or owner.lost or owner.job.claim_token != slot.owner[1]:
             return False
-        return time.monotonic() < owner.lease_from + self._fresh_for
+        declared = owner.definition.lease_seconds if owner.definition is not None else None
+        lease = declared or self._lease_seconds  # as the claim and the heartbeat lease it
+        return time.monotonic() < owner.lease_from + lease * LEND_MARGIN
 
     def offer(self, settling: Sequence[Attempt]) -> Offer:
         """What the flush of ``settling`` offers: the riders of the rows they hold (not settled
