@@ -12,15 +12,18 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.db.models import F
 
 from tests.drivers.leases_support import expire_key, lease_rows
 from tests.drivers.support import claim_one, enqueue, get
 from ultimat3_jobs.drivers.base import LeaseRequest, LeaseRun
 from ultimat3_jobs.drivers.job_driver import JobDriver
 from ultimat3_jobs.errors import StoreRefused
+from ultimat3_jobs.models import Job
 from ultimat3_jobs.types import JobState, SettleItem
 
 KEY = "job:tests.echo"
@@ -166,10 +169,11 @@ def test_a_relayed_run_is_stamped_started_at_its_settle(driver, action):
     if not driver.hands_off_slots:
         pytest.skip("only a driver that hands slots on relays a run")
     job, other = running(driver), running(driver)
-    claimed_at = get(driver, job.id).started_at
+    earlier = Job.objects.filter(id__in=[job.id, other.id])
+    earlier.update(started_at=F("started_at") - timedelta(hours=1))  # claimed an hour ago
     item = replace(acked(job), action=action, relayed=True)
     assert driver.job_settle_many(items=[item, acked(other)]) == {job.id, other.id}
-    row = get(driver, job.id)
-    assert row.started_at is not None and claimed_at is not None
-    assert row.started_at == row.finished_at and row.started_at > claimed_at
-    assert get(driver, other.id).started_at < get(driver, other.id).finished_at
+    row, kept = get(driver, job.id), get(driver, other.id)
+    assert row.started_at is not None and row.started_at == row.finished_at
+    assert kept.started_at is not None and kept.finished_at is not None
+    assert (kept.finished_at - kept.started_at).total_seconds() >= 3600
