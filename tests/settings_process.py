@@ -40,6 +40,7 @@ PROCESS_TIMINGS: dict[str, float] = {
     "POLL_CEILING_SECONDS": 1,
     "POLL_CEILING_WAKE_SECONDS": 1,
     "SHUTDOWN_GRACE_SECONDS": float(os.environ.get("ULTIMAT3_PROCESS_SHUTDOWN_GRACE") or 3),
+    "ACK_FLUSH_SECONDS": float(os.environ.get("ULTIMAT3_PROCESS_ACK_FLUSH") or 0.005),
     "TIMEOUT_GRACE_SECONDS": 1,
     # Every progress report is written at once, so a stale attempt's report reaches the fence.
     "PROGRESS_INTERVAL_SECONDS": 0,

@@ -392,3 +392,6 @@ class SettleItem:
     error: AttemptError | None = None
     delay_seconds: float = 0.0
     counts_as_attempt: bool = True
+    relayed: bool = False
+    """The run rode a slot lent by a run of the same worker whose row no settle passed to it
+    (``runtime/worker/handoff.py``): the store stamps it started at the settle's moment."""

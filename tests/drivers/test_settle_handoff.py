@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.db.models import F
 
 from tests.drivers.leases_support import expire_key, lease_rows
 from tests.drivers.support import claim_one, enqueue, get
 from ultimat3_jobs.drivers.base import LeaseRequest, LeaseRun
 from ultimat3_jobs.drivers.job_driver import JobDriver
 from ultimat3_jobs.errors import StoreRefused
+from ultimat3_jobs.models import Job
 from ultimat3_jobs.types import JobState, SettleItem
 
 KEY = "job:tests.echo"
@@ -143,3 +147,33 @@ def test_a_refused_write_lands_nothing_and_hands_nothing_off(driver):
     assert get(driver, done.id).state == JobState.RUNNING
     assert holders(driver) == [(0, done.id, done.claim_token)]
     assert get(driver, waiting.id).started_at == before
+
+
+def test_a_batch_with_a_nack_hands_its_slots_on_as_acks_do(driver):
+    done, waiting = holding(driver), running(driver)
+    retried = SettleItem(job_id=done.id, claim_token=done.claim_token, action="retry")
+    answer = driver.job_settle_handoff(items=[retried], runs=[next_run(waiting)])
+    assert answer.landed == {done.id}
+    assert get(driver, done.id).state == JobState.QUEUED
+    if not driver.hands_off_slots:
+        assert answer.granted == set()
+        assert holders(driver) == []
+        return
+    assert answer.granted == {waiting.id}
+    assert holders(driver) == [(0, waiting.id, waiting.claim_token)]
+    assert len(lease_rows(driver)) == 1
+
+
+@pytest.mark.parametrize("action", ["complete", "fail"])
+def test_a_relayed_run_is_stamped_started_at_its_settle(driver, action):
+    if not driver.hands_off_slots:
+        pytest.skip("only a driver that hands slots on relays a run")
+    job, other = running(driver), running(driver)
+    earlier = Job.objects.filter(id__in=[job.id, other.id])
+    earlier.update(started_at=F("started_at") - timedelta(hours=1))  # claimed an hour ago
+    item = replace(acked(job), action=action, relayed=True)
+    assert driver.job_settle_many(items=[item, acked(other)]) == {job.id, other.id}
+    row, kept = get(driver, job.id), get(driver, other.id)
+    assert row.started_at is not None and row.started_at == row.finished_at
+    assert kept.started_at is not None and kept.finished_at is not None
+    assert (kept.finished_at - kept.started_at).total_seconds() >= 3600

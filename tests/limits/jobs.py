@@ -8,6 +8,7 @@ from typing import Any
 
 from ultimat3_jobs import Concurrency, Rate, job
 from ultimat3_jobs.model.context import current_tenant
+from ultimat3_jobs.models import Job
 
 SETTLED: list[tuple[str, str]] = []
 
@@ -88,4 +89,19 @@ def hooked(ctx: Any, *, org: str) -> str:
     return org
 
 
-HANDLES = [one_at_a_time, per_key, per_key_three, exclusive, bad_key, rated, hooked]
+SEEN: dict[str, str] = {}
+"""Per watched job id: its state in the store as a ``watcher`` body watching it started."""
+
+
+@job(
+    name="tests.limits.watcher",
+    tenant="none",
+    concurrency=Concurrency(key=lambda input: input["key"], limit=1),
+)
+def watcher(ctx: Any, *, key: str, watch: str | None = None, sleep: float = 0.02) -> None:
+    if watch is not None:
+        SEEN[watch] = Job.objects.filter(id=watch).values_list("state", flat=True).get()
+    time.sleep(sleep)
+
+
+HANDLES = [one_at_a_time, per_key, per_key_three, exclusive, bad_key, rated, hooked, watcher]

@@ -64,6 +64,7 @@ def test_every_statement_that_counts_uses_the_shared_upsert() -> None:
         "job_ack_many",
         "job_settle_handoff",
         "job_settle_many",
+        "job_settle_many_handoff",
         "job_nack_retry",
         "job_nack_fail",
         "job_nack_drop",

@@ -73,12 +73,15 @@ class Workers(ProcessGroup):
         shutdown_grace: float | None = None,
         log_level: str = "INFO",
         launcher: str = "-m django",
+        ack_flush: float | None = None,
     ) -> WorkerProcess:
         """Start ``jobs_worker`` (answers at once; see :meth:`wait_registered`), through
         ``python -m django`` or, with ``launcher="manage.py"``, the repository's ``manage.py``."""
         env = {}
         if shutdown_grace is not None:
             env["ULTIMAT3_PROCESS_SHUTDOWN_GRACE"] = str(shutdown_grace)
+        if ack_flush is not None:
+            env["ULTIMAT3_PROCESS_ACK_FLUSH"] = str(ack_flush)
         return self.command(
             worker_id,
             "jobs_worker",

@@ -5,6 +5,7 @@ of the suite registers a limit its driver may not keep."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from ultimat3_jobs import Concurrency, Retry, job
@@ -32,4 +33,20 @@ def limited_one(ctx: Any, *, key: str, sleep: float = 0.02) -> str:
 )
 def limited_three(ctx: Any, *, key: str, sleep: float = 0.02) -> str:
     time.sleep(sleep)
+    return key
+
+
+@job(
+    name="process.limited_traced",
+    tenant="none",
+    retry=RETRY,
+    concurrency=Concurrency(key=lambda input: input["key"], limit=1),
+)
+def limited_traced(ctx: Any, *, key: str, trace: str, sleep: float = 0.3) -> str:
+    """``limited_one`` that leaves the wall-clock moments its body began and ended in files
+    under ``trace`` (one pair per attempt): the bodies' own intervals, not the store's."""
+    name = Path(trace) / f"{ctx.job_id}-{ctx.attempt}"
+    name.with_suffix(".start").write_text(repr(time.time()))
+    time.sleep(sleep)
+    name.with_suffix(".end").write_text(repr(time.time()))
     return key

@@ -30,6 +30,9 @@ Rules every driver keeps:
   ``started_at`` is at or after the settled run's ``finished_at``. A next run is fenced like
   ``lease_acquire`` and must hold no live slot of its key. A driver that cannot hand off grants
   none (``hands_off_slots = False``): the runs take their slots through ``lease_acquire_many``.
+  A worker whose driver hands off lends a finished run's slot to its next run before the settle
+  (``runtime/worker/handoff.py``); a settled item marked ``relayed`` (a run that used a lent
+  slot that no row ever named) is stamped started at the settle's moment.
 * **Abandon, never release, a run that never started**: ``lease_abandon`` frees the attempt's
   concurrency slots; its rate stamps stay spent.
 

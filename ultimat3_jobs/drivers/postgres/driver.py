@@ -289,20 +289,22 @@ class PostgresDriver(
     def job_settle_handoff(
         self, *, items: Sequence[SettleItem], runs: Sequence[LeaseRun]
     ) -> HandOff:
-        """One ``job_settle_handoff`` statement when every ending is an ack and every run asks
-        one concurrency slot (the worker's common case); else ``job_settle_many``, granting
-        none."""
-        if not items or not runs or any(item.action != "complete" for item in items):
+        """One statement: ``job_settle_handoff`` when every ending is an ack (the worker's
+        common case), else ``job_settle_many_handoff``; runs that ask more than one
+        concurrency slot are granted none."""
+        if not items or not runs:
             return HandOff(landed=self.job_settle_many(items=items), granted=set())
+        acks = all(item.action == "complete" for item in items)
         asked = [(run, request) for run in runs if (request := one_slot(run)) is not None]
         params = {
-            **ack_params(items),
+            **(ack_params(items) if acks else settle_params(items)),
             "next_ids": [run.job_id for run, _ in asked],
             "next_tokens": [run.claim_token for run, _ in asked],
             "next_keys": [request.key for _, request in asked],
             "next_limits": [int(request.limit) for _, request in asked],
         }
-        result = fetch(self._jobs, "job_settle_handoff", params)
+        statement = "job_settle_handoff" if acks else "job_settle_many_handoff"
+        result = fetch(self._jobs, statement, params)
         landed, granted = job_rows.handed(result)
         log_unsettled(items, landed)
         return HandOff(landed=landed, granted=granted)

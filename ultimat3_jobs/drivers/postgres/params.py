@@ -171,4 +171,7 @@ def ack_params(items: Sequence[AckItem] | Sequence[SettleItem]) -> dict[str, str
         "tokens": uuid_array_text([item.claim_token for item in items]),
         "results": array_text([item.result_json for item in items]),
         "progress": array_text([item.progress_json for item in items]),
+        "relayed": "{"
+        + ",".join(["t" if getattr(i, "relayed", False) else "f" for i in items])
+        + "}",
     }

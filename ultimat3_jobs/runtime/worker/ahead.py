@@ -57,6 +57,11 @@ class ClaimAhead:
         mean = self._mean_duration
         self._mean_duration = seconds if mean is None else mean + DURATION_WEIGHT * (seconds - mean)
 
+    def short(self, seconds: float) -> bool:
+        """Whether bodies took under ``seconds`` on average so far (``False`` before one ended)."""
+        mean = self._mean_duration
+        return mean is not None and mean < seconds
+
     def target(self) -> int:
         """How many attempts to hold ahead: up to one batch, as many as the slots start within
         the horizon at the mean body duration; none before a body has ended."""
@@ -122,6 +127,17 @@ class ClaimAhead:
                     line.clear()
                     line.extend(kept)
         return taken
+
+    def take_first(self, key: str, *, key_of: Callable[[Attempt], str | None]) -> Attempt | None:
+        """The first waiting attempt of ``key`` by ``key_of``, parked ones first; ``None``
+        when none waits. The line ahead of it keeps its places."""
+        with self._lock:
+            for line in (self._parked, self._waiting):
+                for i, attempt in enumerate(line):
+                    if key_of(attempt) == key:
+                        del line[i]
+                        return attempt
+        return None
 
     def put_back(self, attempts: list[Attempt]) -> None:
         """``attempts`` back at the head of the line, in order."""

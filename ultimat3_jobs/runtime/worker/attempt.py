@@ -55,6 +55,13 @@ class Attempt:
     handoff_asked: LeaseRequest | Literal[False] | None = None
     """The one concurrency slot its run asks, for a hand-off (``handoff.py``); ``False``: it
     asks something else; ``None``: not worked out yet."""
+    lease_from: float = 0.0
+    """When its lease was last known taken or renewed (``time.monotonic()`` before the claim
+    or the heartbeat that did it): the store's lease runs ``lease_seconds`` from a moment at
+    or after this one."""
+    riding: bool = False
+    """It runs on a slot lent by a run whose body ended (``handoff.py``), and the store's row
+    does not name it yet: the settle that records that run passes the row to it."""
     _settle_taken: bool = False
     _cancel_body: Callable[[], object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -165,13 +172,14 @@ def attempt_for(
     registry: Registry,
     driver: JobDriver,
     on_progress: Callable[[Attempt, object], None],
+    since: float = 0.0,
 ) -> Attempt:
     """A claimed job as an attempt, not started yet: its definition looked up, its context
     built with its step store bound (durable steps) and its progress reported to the worker."""
     handle = registry.find(job.name)
     definition = handle.definition if handle is not None else None
     ctx = context_for(job, definition)
-    attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False)
+    attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False, lease_from=since)
     ctx._on_progress = _progress_of(attempt, on_progress)
     is_async = definition is not None and definition.is_async
     bind_steps(ctx, driver=driver, claim_token=job.claim_token, is_async=is_async)

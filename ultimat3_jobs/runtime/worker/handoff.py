@@ -1,22 +1,35 @@
-"""``HandOffs``: a settled run's concurrency slot passed to the worker's next run of its key in
-the settle's own statement (``job_settle_handoff``), instead of freed there and taken again by
-a ``lease_acquire_many`` once the settle landed.
+"""``HandOffs``: a concurrency slot passed from a run whose body ended to the worker's next run
+of its key, without a statement of its own.
 
-A worker whose runs of a capped key end faster than their batched settle lands holds the key's
-slots with finished runs, and its next runs of the key wait for those settles. Before each
-flush the settler asks :meth:`HandOffs.offer` for them: as many waiting runs of each key as the
-flush settles runs holding a slot of it, each asking one concurrency slot, each given a body
-slot now. The store answers which it granted; :meth:`HandOffs.handed` starts those and puts the
-others back at the head of the line, where the claim loop takes their leases as before. The
-hand-off changes a slot's holder in one statement, so a key never holds more slots than
-before, and a crash before or after it leaves each slot with one run whose lease frees it.
+**Lent at once.** As a body ends (:meth:`HandOffs.lend`), the worker's next waiting run of the
+slot's key starts on that slot, in memory: the store's row still names the ended run, which is
+``running`` in the store until its batched settle lands, and the heartbeat keeps renewing the
+row with that run's lease. The settle that records the ended run passes the row to the run
+riding it, in the same statement (``job_settle_handoff``); a run that ended riding a slot
+whose owner settles in the same statement is stamped started at that statement's moment. A slot
+is lent only while the row's lease is comfortably unexpired by the worker's own bookkeeping
+(half the lease at least, :data:`LEND_MARGIN`), so the settle lands long before anyone else
+could take the row; a settle that does not pass the row (the owner's lease was lost meanwhile)
+stops the rider as a lost attempt. A crash at any point leaves each row with one run, the owner
+or the rider, whose lease frees it.
+
+**Offered to waiting runs.** A slot whose body ended with no run of its key waiting is freed by
+its settle, or offered to the runs claimed since: before each flush the settler asks
+:meth:`HandOffs.offer` for as many waiting runs of each key as the flush frees rows of it, each
+given a body slot now. The store answers which it granted; :meth:`HandOffs.handed` starts those
+and puts the others back at the head of the line, where the claim loop takes their leases as
+before. A hand-off changes a row's holder in one statement, so a key never holds more rows than
+before.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseRequest, LeaseRun
@@ -24,7 +37,17 @@ from ultimat3_jobs.errors import ConcurrencyKeyInvalid
 from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
 from ultimat3_jobs.runtime.worker.attempt import Attempt
-from ultimat3_jobs.runtime.worker.holdings import Holdings
+from ultimat3_jobs.runtime.worker.holdings import Holdings, Pair, Slot
+
+logger = logging.getLogger("ultimat3_jobs.worker")
+
+LEND_WAIT_SECONDS = 1.0
+"""Runs wait in the worker for a slot of its own to be lent only while bodies took less than
+this on average: behind longer bodies they go back to the queue, where another worker's free
+slot of the key may serve them sooner."""
+LEND_MARGIN = 0.5
+"""A slot is lent only while its row's lease has this share of ``lease_seconds`` left at least,
+by the worker's own bookkeeping (the moment before the claim or heartbeat that renewed it)."""
 
 
 def handoff_request(attempt: Attempt) -> LeaseRequest | None:
@@ -51,9 +74,37 @@ class Gate(Protocol):
     """The lease gate (``limits.py``) as a hand-off sees it."""
 
     holdings: Holdings
+    lend: Callable[[Attempt], bool] | None
 
     def granted(self, attempt: Attempt, key: str | None) -> None:
         """The run holds its leases now."""
+
+
+@dataclass(slots=True)
+class Offer:
+    """What one flush offers: ``riders``, runs on lent slots whose rows its settle passes to
+    them (``owner_of``: each rider's job id to the run its row names); ``waiting``, runs given
+    rows the flush frees."""
+
+    riders: list[Attempt] = field(default_factory=list)
+    owner_of: dict[uuid.UUID, Pair] = field(default_factory=dict)
+    waiting: list[Attempt] = field(default_factory=list)
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """Every run offered, riders first (they take the rows of their key first)."""
+        return [*self.riders, *self.waiting]
+
+    def part(self, owners: set[Pair]) -> Offer:
+        """The riders of the rows that ``owners`` hold, alone."""
+        riders = [a for a in self.riders if self.owner_of[a.job.id] in owners]
+        return Offer(riders, {a.job.id: self.owner_of[a.job.id] for a in riders})
+
+    def without(self, owners: set[Pair]) -> Offer:
+        """This offer less the riders of the rows that ``owners`` hold."""
+        riders = [a for a in self.riders if self.owner_of[a.job.id] not in owners]
+        owner_of = {a.job.id: self.owner_of[a.job.id] for a in riders}
+        return Offer(riders, owner_of, self.waiting)
 
 
 class HandOffs:
@@ -71,6 +122,8 @@ class HandOffs:
         reserve: Callable[[int], int],
         start: Callable[[Attempt], None],
         wake: Callable[[], None],
+        find: Callable[[uuid.UUID], Attempt | None],
+        lease_seconds: float,
     ) -> None:
         self._driver = driver
         self._holdings = gate.holdings
@@ -79,31 +132,97 @@ class HandOffs:
         self._reserve = reserve
         self._start = start
         self._wake = wake
+        self._find = find
+        self._lease_seconds = lease_seconds
+        if driver.hands_off_slots:
+            self._holdings.lends = self._lends
+            gate.lend = self.lend_to
 
-    def offer(self, settling: Sequence[Attempt]) -> list[Attempt]:
-        """The waiting runs to offer the slots that ``settling`` hold, each with a body slot
-        taken for it; none when the driver cannot hand off."""
+    def _lends(self) -> bool:
+        return self._ahead.short(LEND_WAIT_SECONDS)
+
+    def lend(self, attempt: Attempt) -> bool:
+        """The body of ``attempt`` ended on a slot: start the next waiting run of its key on
+        it now, when the row's lease is comfortably unexpired and a body slot is free. Answers
+        whether one started."""
         if not self._driver.hands_off_slots:
-            return []
+            return False
+        pair = (attempt.job.id, attempt.job.claim_token)
+        slot = self._holdings.lendable(pair)
+        if slot is None or not self._fresh(slot):
+            return False
+        if not self._reserve(1):
+            return False
+        taken = self._ahead.take_first(slot.key, key_of=_key_of)
+        if taken is not None:
+            if self._holdings.lend(slot, pair, (taken.job.id, taken.job.claim_token)):
+                taken.riding = True
+                self._granted(taken, None)
+                self._start(taken)
+                return True
+            self._ahead.put_back([taken])
+        self._reserve(-1)
+        return False
+
+    def lend_to(self, attempt: Attempt) -> bool:
+        """Lend ``attempt``, given a body slot, a slot of its key whose run's body ended (the
+        gate asks before it asks the store). Answers whether it holds one now."""
+        asked = handoff_request(attempt)
+        slot = None if asked is None else self._holdings.idle(asked.key)
+        if slot is None or not self._fresh(slot):
+            return False
+        if not self._holdings.lend(slot, slot.user, (attempt.job.id, attempt.job.claim_token)):
+            return False
+        attempt.riding = True
+        self._granted(attempt, None)
+        return True
+
+    def _fresh(self, slot: Slot) -> bool:
+        """Whether the lease of the run the slot's row names is comfortably unexpired."""
+        owner = self._find(slot.owner[0])
+        if owner is None or owner.lost or owner.job.claim_token != slot.owner[1]:
+            return False
+        declared = owner.definition.lease_seconds if owner.definition is not None else None
+        lease = declared or self._lease_seconds  # as the claim and the heartbeat lease it
+        return time.monotonic() < owner.lease_from + lease * LEND_MARGIN
+
+    def offer(self, settling: Sequence[Attempt]) -> Offer:
+        """What the flush of ``settling`` offers: the riders of the rows they hold (not settled
+        in the same flush), and waiting runs for the rows it frees, each with a body slot taken
+        for it; nothing when the driver cannot hand off."""
+        offer = Offer()
+        if not self._driver.hands_off_slots:
+            return offer
         holdings = self._holdings
-        freeing = Counter(
-            key
-            for attempt in settling
-            if (key := holdings.key_of((attempt.job.id, attempt.job.claim_token))) is not None
-        )
+        pairs = {(a.job.id, a.job.claim_token) for a in settling}
+        freeing: Counter[str] = Counter()
+        for pair in pairs:
+            if not holdings.owns(pair):
+                continue
+            rider = holdings.rider(pair)
+            if rider is not None and rider not in pairs:
+                found = self._find(rider[0])
+                if found is not None and found.job.claim_token == rider[1]:
+                    offer.riders.append(found)
+                    offer.owner_of[rider[0]] = pair
+                    continue
+            key = holdings.close(pair)  # lent no more: this settle frees or hands it on
+            if key is not None:
+                freeing[key] += 1
         if not freeing:
-            return []
+            return offer
         room = self._reserve(sum(freeing.values()))
         if not room:
-            return []
-        offered = self._ahead.take_keyed(freeing, room, key_of=_key_of)
-        if len(offered) < room:
-            self._reserve(len(offered) - room)
-        return offered
+            return offer
+        offer.waiting = self._ahead.take_keyed(freeing, room, key_of=_key_of)
+        if len(offer.waiting) < room:
+            self._reserve(len(offer.waiting) - room)
+        return offer
 
     def holds(self, attempt: Attempt) -> bool:
-        """Whether the attempt's run holds a slot of this worker's (a hand-off can pass it)."""
-        return self._holdings.key_of((attempt.job.id, attempt.job.claim_token)) is not None
+        """Whether the attempt's body ended on a slot nobody runs on since (its settle frees
+        or hands the slot on)."""
+        return self._holdings.ended_on((attempt.job.id, attempt.job.claim_token))
 
     def all_in(self, holding: int) -> bool:
         """Whether a flush that gathered ``holding`` slot-holding endings has every slot this
@@ -122,14 +241,26 @@ class HandOffs:
             for attempt in offered
         ]
 
-    def handed(
-        self, settling: Sequence[Attempt], offered: Sequence[Attempt], granted: set[uuid.UUID]
-    ) -> None:
-        """The store granted ``granted`` of ``offered`` the slots of ``settling``: start those
-        (as many of the settled runs' slots passed on, not freed), give the rest back."""
+    def handed(self, settling: Sequence[Attempt], offer: Offer, granted: set[uuid.UUID]) -> None:
+        """The store granted ``granted`` of ``offer``'s runs the rows of ``settling``: the
+        riders granted own their rows now, a rider not granted rides no row and stops as a
+        lost attempt; the waiting runs granted start (as many settled rows passed on, not
+        freed), the others go back in line."""
+        for rider in offer.riders:
+            if rider.job.id in granted:
+                self._holdings.moved(offer.owner_of[rider.job.id], _pair(rider))
+                rider.riding = False
+            else:
+                logger.warning(
+                    "jobs.lease.lent_lost: %s %s ran on a lent slot its owner's settle did not "
+                    "pass on; stopping it",
+                    rider.job.name,
+                    rider.job.id,
+                )
+                rider.lose()
         back: list[Attempt] = []
         passing: Counter[str] = Counter()
-        for attempt in offered:
+        for attempt in offer.waiting:
             if attempt.job.id in granted:
                 key = _request(attempt).key
                 passing[key] += 1
@@ -137,11 +268,13 @@ class HandOffs:
                 self._start(attempt)
             else:
                 back.append(attempt)
+        owners = set(offer.owner_of.values())
         passed: list[tuple[uuid.UUID, uuid.UUID]] = []
         for attempt in settling:
             pair = (attempt.job.id, attempt.job.claim_token)
             key = self._holdings.key_of(pair)
-            if key is not None and passing[key] > 0:
+            owned = pair not in owners and self._holdings.owns(pair)
+            if key is not None and owned and passing[key] > 0:
                 passing[key] -= 1
                 passed.append(pair)
         self._holdings.passed(passed)
@@ -149,6 +282,10 @@ class HandOffs:
             self._reserve(-len(back))
             self._ahead.put_back(back)
             self._wake()
+
+
+def _pair(attempt: Attempt) -> Pair:
+    return (attempt.job.id, attempt.job.claim_token)
 
 
 def _key_of(attempt: Attempt) -> str | None:

@@ -1,100 +1,219 @@
 """``Holdings``: the concurrency slots this worker's own runs hold, per lease key, as the lease
 gate took them and the settler frees them.
 
-A run holds its slot from its grant (as its body takes a worker slot) until its settle lands:
-its body may have ended long before that, while the batched settle is still on its way. The
-gate reads these counts to decide, without a statement, that a run of a key must wait in the
-worker for its own finished runs' settles (``parked``) rather than go back to the queue:
+A slot is one row of the lease store. The store names its *owner*, the run granted it; its
+*user* is the run whose body runs on it now. They are the same run until the owner's body ends
+and the slot is lent (``lend.py``): the worker starts its next run of the key on the slot at
+once, in memory, and the settle that records the owner passes the row to that user in the same
+statement. A run that ended on a lent slot rode it: the row never named it, and its own settle
+frees nothing.
+
+A run holds its slot from its grant until its settle lands: its body may have ended long
+before that, while the batched settle is still on its way. The gate reads these counts to
+decide, without a statement, that a run of a key must wait in the worker for its own finished
+runs' settles (``parked``) rather than go back to the queue:
 
 * a worker never holds more slots of one key than it has body slots (nor than the key's
   limit): a run that would take one more waits for a finished run of its own to settle;
 * a key the store answered full while some of this worker's finished runs still held it waits
-  the same way, until one of those settles (a freed slot of the key clears the mark).
+  the same way, until one of those settles (a freed slot of the key clears the mark);
+* where slots are lent, a run of a key whose slots the worker holds as many of as it may, all
+  in use, waits for one of them to be lent as its body ends, when bodies are short.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 
 Pair = tuple[uuid.UUID, uuid.UUID]
 """A run: its job id and claim token."""
 
 
+@dataclass(eq=False, slots=True)
+class Slot:
+    """One row of the store this worker's runs hold: ``owner``, the run the row names;
+    ``user``, the run on it now; ``ended``: the user's body ended; ``handed``: a settle passed
+    the row to a run that holds it as a slot of its own (:meth:`Holdings.passed`); ``closing``:
+    the owner's settle, on its way, frees or hands the row on: it is lent no more."""
+
+    key: str
+    owner: Pair
+    user: Pair
+    ended: bool = False
+    handed: bool = False
+    closing: bool = False
+
+
 class Holdings:
-    """Per key: the slots this worker's runs hold, and how many of those runs have ended."""
+    """Per key: the slots this worker's runs hold, and how many of them wait for a settle
+    with their user's body ended."""
 
     def __init__(self) -> None:
-        self._key_of: dict[Pair, str] = {}
-        self._ended: set[Pair] = set()
+        self._slots: dict[Pair, Slot] = {}
         self._held: dict[str, int] = {}
         self._settling: dict[str, int] = {}
         self._full: set[str] = set()
-        self._passed: set[Pair] = set()
+        self._idle: dict[str, dict[Slot, None]] = {}  # per key, its slots whose user ended
         self.freed = 0
         """How many slots this worker's runs let go so far."""
         self.total = 0
         """How many slots this worker's runs hold now."""
+        self.ending = 0
+        """How many of those wait for a settle with their user's body ended."""
+        self.lends: Callable[[], bool] = _never
+        """Whether a run whose key the worker holds as many slots of as it may waits for one
+        of them to be lent (``handoff.py``: the driver hands slots on and bodies are short)."""
         self._lock = threading.Lock()
 
     def took(self, pair: Pair, key: str) -> None:
         """The run ``pair`` was granted a slot of ``key``."""
         with self._lock:
-            if pair in self._key_of:
+            if pair in self._slots:
                 return
-            self._key_of[pair] = key
+            self._slots[pair] = Slot(key, pair, pair)
             self._held[key] = self._held.get(key, 0) + 1
             self.total += 1
 
     def key_of(self, pair: Pair) -> str | None:
-        """The key the run ``pair`` holds a slot of, or ``None``."""
+        """The key of the slot the run ``pair`` holds or runs on, or ``None``."""
         with self._lock:
-            return self._key_of.get(pair)
+            slot = self._slots.get(pair)
+            return None if slot is None else slot.key
 
     def ended(self, pair: Pair) -> None:
-        """The run's body ended: its slot is freed by its settle, which is on its way."""
+        """The run's body ended: its slot is freed (or lent) by its settle, on its way."""
         with self._lock:
-            key = self._key_of.get(pair)
-            if key is None or pair in self._ended:
+            slot = self._slots.get(pair)
+            if slot is None or slot.user != pair or slot.ended:
                 return
-            self._ended.add(pair)
-            self._settling[key] = self._settling.get(key, 0) + 1
+            self._end(slot)
+
+    def lendable(self, pair: Pair) -> Slot | None:
+        """The slot the run ``pair`` ended on, when it can be lent (its body ended on it)."""
+        with self._lock:
+            slot = self._slots.get(pair)
+            if slot is None or slot.user != pair or not slot.ended or slot.handed:
+                return None
+            return None if slot.closing else slot
+
+    def lend(self, slot: Slot, pair: Pair, to: Pair) -> bool:
+        """The slot that ``pair`` ended on is used by the run ``to`` now; False when it is no
+        longer ``pair``'s to lend."""
+        with self._lock:
+            if self._slots.get(pair) is not slot or slot.user != pair or not slot.ended:
+                return False
+            if slot.closing or slot.handed:
+                return False
+            slot.user = to
+            self._unend(slot)
+            self._slots[to] = slot
+            if pair != slot.owner:
+                del self._slots[pair]  # it rode the slot: the row never named it
+            return True
+
+    def rider(self, pair: Pair) -> Pair | None:
+        """The run on the slot whose row names ``pair``, when that is another run."""
+        with self._lock:
+            slot = self._slots.get(pair)
+            if slot is None or slot.owner != pair or slot.user == pair or slot.handed:
+                return None
+            return slot.user
+
+    def close(self, pair: Pair) -> str | None:
+        """The settle of ``pair`` is being written: when the store's row names it and nobody
+        runs on its slot, the slot is lent no more (the settle frees the row or hands it to a
+        run offered it). Answers the slot's key then, else ``None``."""
+        with self._lock:
+            slot = self._slots.get(pair)
+            if slot is None or slot.owner != pair or slot.handed or not slot.ended:
+                return None
+            slot.closing = True
+            return slot.key
+
+    def owns(self, pair: Pair) -> bool:
+        """Whether the store's row names ``pair`` (its settle frees or passes the row)."""
+        with self._lock:
+            slot = self._slots.get(pair)
+            return slot is not None and slot.owner == pair and not slot.handed
+
+    def ended_on(self, pair: Pair) -> bool:
+        """Whether ``pair``'s body ended on a slot that nobody runs on since."""
+        with self._lock:
+            slot = self._slots.get(pair)
+            return slot is not None and slot.user == pair and slot.ended
+
+    def moved(self, owner: Pair, rider: Pair) -> None:
+        """A settle passed the row named ``owner`` to ``rider``, which owns it now. The slot
+        may have been lent on by ``rider`` meanwhile: its own settle passes the row on."""
+        with self._lock:
+            slot = self._slots.get(owner)
+            if slot is not None and slot.owner == owner:
+                slot.owner = rider
+                self._slots[rider] = slot
 
     def passed(self, pairs: list[Pair]) -> None:
-        """The settle of the runs ``pairs`` handed their slots to next runs: their
-        :meth:`gone` frees nothing."""
+        """The settle of the runs ``pairs`` handed their slots to next runs, which hold them
+        as their own: their :meth:`gone` frees nothing."""
         with self._lock:
-            self._passed.update(pairs)
+            for pair in pairs:
+                slot = self._slots.get(pair)
+                if slot is not None and slot.owner == pair:
+                    slot.handed = True
 
     def gone(self, pair: Pair) -> str | None:
-        """The run's slot is no longer held (settled, abandoned, lost): the key it freed, or
-        ``None`` when the run held none or handed its slot on."""
+        """The run is over (settled, abandoned, lost): the key of the slot it freed, or
+        ``None`` when it freed none (it held none, handed its row on, or rode one)."""
         with self._lock:
-            key = self._key_of.pop(pair, None)
-            if key is None:
+            slot = self._slots.pop(pair, None)
+            if slot is None:
                 return None
-            handed = pair in self._passed
-            self._passed.discard(pair)
-            self._held[key] -= 1
+            if slot.owner != pair and not slot.handed:
+                if slot.user == pair:  # gone before the row's owner settled: the slot waits
+                    slot.user = slot.owner
+                    if not slot.ended:
+                        self._end(slot)
+                return None
+            if slot.user != pair:
+                self._slots.pop(slot.user, None)  # its rider rides no row now
+            self._held[slot.key] -= 1
             self.total -= 1
-            if not self._held[key]:
-                del self._held[key]
-            if pair in self._ended:
-                self._ended.discard(pair)
-                self._settling[key] -= 1
-                if not self._settling[key]:
-                    del self._settling[key]
-            if handed:
+            if not self._held[slot.key]:
+                del self._held[slot.key]
+            if slot.ended:
+                self._unend(slot)
+            if slot.handed:
                 return None
-            self._full.discard(key)
+            self._full.discard(slot.key)
             self.freed += 1
-            return key
+            return slot.key
 
-    @property
-    def ending(self) -> int:
-        """How many of this worker's runs hold a slot whose body ended (their settle is on its
-        way)."""
-        return len(self._ended)
+    def _end(self, slot: Slot) -> None:
+        slot.ended = True
+        self._settling[slot.key] = self._settling.get(slot.key, 0) + 1
+        self._idle.setdefault(slot.key, {})[slot] = None
+        self.ending += 1
+
+    def _unend(self, slot: Slot) -> None:
+        slot.ended = False
+        self.ending -= 1
+        self._settling[slot.key] -= 1
+        if not self._settling[slot.key]:
+            del self._settling[slot.key]
+        idle = self._idle[slot.key]
+        del idle[slot]
+        if not idle:
+            del self._idle[slot.key]
+
+    def idle(self, key: str) -> Slot | None:
+        """A slot of ``key`` whose user's body ended and that can be lent, or ``None``."""
+        with self._lock:
+            for slot in self._idle.get(key, ()):
+                if not slot.handed and not slot.closing:
+                    return slot
+            return None
 
     def full(self, key: str) -> None:
         """The store answered ``key`` full while some of this worker's ended runs hold it."""
@@ -102,15 +221,21 @@ class Holdings:
             self._full.add(key)
 
     def settling(self, key: str) -> int:
-        """How many of this worker's ended runs still hold a slot of ``key``."""
+        """How many slots of ``key`` wait for a settle with their user's body ended."""
         with self._lock:
             return self._settling.get(key, 0)
 
     def waits(self, key: str, bound: int) -> bool:
         """Whether a run of ``key`` waits for this worker's own settles, no statement asked:
         some ended runs of the key still hold slots, and either the worker holds ``bound``
-        slots of it already or the store answered it full since."""
+        slots of it already or the store answered it full since; or the worker holds ``bound``
+        slots of it in use and lends them on as their bodies end (:attr:`lends`)."""
         with self._lock:
+            held = self._held.get(key, 0)
             if not self._settling.get(key):
-                return False
-            return key in self._full or self._held.get(key, 0) >= bound
+                return held > 0 and held >= bound and self.lends()
+            return key in self._full or held >= bound
+
+
+def _never() -> bool:
+    return False

@@ -6,11 +6,12 @@ at the claim: an attempt claimed ahead, waiting for a slot, holds no lease. A jo
 passes with no statement. Otherwise one ``lease_acquire_many`` takes, for every run started
 together, every slot each needs, all or nothing per run:
 
-- granted: the run starts (:data:`RUN`);
-- its key is held by this worker's own runs whose bodies ended and whose batched settle has
-  not landed yet (``holdings.py``), and the worker holds as many slots of the key as it has
-  body slots (asked nothing), or the store answered the key full: the attempt waits in the
-  worker (:data:`PARK`) and tries again once one of those settles lands;
+- granted, or lent a slot of the key whose run's body ended (``handoff.py``, no statement):
+  the run starts (:data:`RUN`);
+- the worker holds as many slots of the key as it has body slots, some of them ended runs'
+  (asked nothing) or all in use by short bodies, or the store answered the key full while
+  ended runs of the worker hold some (``holdings.py``): the attempt waits in the worker
+  (:data:`PARK`) until a slot is lent to it or one of those settles lands;
 - a full key, ``when_busy="wait"`` (and every rate): the job is shed back to ``queued``, due a
   little later (``pacing.py``), its attempt given back, no error, no counter, no
   ``on_settled``. No hot spin: a shed job counts as not found, so a claim that only shed backs
@@ -23,8 +24,7 @@ together, every slot each needs, all or nothing per run:
   :class:`~ultimat3_jobs.errors.ConcurrencyKeyInvalid`; the worker goes on.
 
 Each of the last three is :data:`GONE`: the job is no longer this worker's. A granted run that
-never started (lost, cancelled) abandons its slots when it is done (:meth:`LeaseGate.done`): a
-rate stamp stays spent.
+never started abandons its slots when it is done (:meth:`LeaseGate.done`).
 """
 
 from __future__ import annotations
@@ -111,14 +111,14 @@ class LeaseGate:
         self.gone = 0  # runs this gate ended without their body (shed, refused, failed, fenced)
         self.shedding = False  # the latest run this gate ended or admitted was shed: probe
         self.by_name: dict[str, dict[str, int]] = {"shed": {}, "refused": {}}
-        """Sheds and refusals per job name since this gate began (the worker's registry row
-        reports them)."""
+        """Sheds and refusals per job name since this gate began (its registry row's)."""
+        self.lend: Callable[[Attempt], bool] | None = None
+        """Lends the run an ended run's slot of its key, if one is free (``handoff.py``)."""
 
     def start(self, attempts: Sequence[Attempt]) -> list[Verdict]:
         """For each attempt, in order: whether its run may start now (:data:`RUN`), waits in
-        the worker for its own finished runs' settles (:data:`PARK`), or was settled here
-        (shed, refused, failed) or is no longer this worker's (:data:`GONE`). The leases of
-        every run asked are taken in one ``lease_acquire_many``."""
+        the worker (:data:`PARK`) or is no longer this worker's (:data:`GONE`); the leases
+        asked are taken in one ``lease_acquire_many``."""
         verdicts: list[Verdict] = [RUN] * len(attempts)
         asking: list[tuple[int, list[LeaseRequest], LeaseRequest | None]] = []
         batch: dict[str, int] = {}  # slots of a key asked in this call so far
@@ -135,6 +135,8 @@ class LeaseGate:
                 verdicts[i] = GONE
                 continue
             cap = next((r for r in requests if r.kind == "concurrency"), None)
+            if cap is not None and self.lend is not None and self.lend(attempt):
+                continue  # an ended run's slot of this worker's: it runs, no statement
             if cap is not None:
                 asked = batch.get(cap.key, 0)
                 bound = min(cap.limit, self._slots or cap.limit) - asked
@@ -213,8 +215,7 @@ class LeaseGate:
         if key is not None:
             self.holdings.took(pair, key)
 
-    def ended(self, attempt: Attempt) -> None:
-        """The run's body ended: its slots stay held until its settle lands."""
+    def ended(self, attempt: Attempt) -> None:  # its slots stay held until its settle lands
         self.holdings.ended((attempt.job.id, attempt.job.claim_token))
 
     def done(self, attempt: Attempt) -> bool:
@@ -269,8 +270,7 @@ class LeaseGate:
 
     def _count(self, what: str, name: str) -> None:
         with self._lock:
-            counts = self.by_name[what]
-            counts[name] = counts.get(name, 0) + 1
+            self.by_name[what][name] = self.by_name[what].get(name, 0) + 1
 
     def _refuse(self, job: ClaimedJob, definition: JobDefinition, grant: LeaseGrant) -> bool:
         """Refuse the job when another live run holds its key; False without that evidence

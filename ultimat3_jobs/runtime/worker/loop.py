@@ -2,10 +2,9 @@
 
 One thread claims, in one statement over every queue, the free slots' worth of rows plus, once
 bodies have proved short, the next batch (claim-ahead, ``ahead.py``): a slot that frees starts
-the next claimed attempt on its own thread. Bodies run in ``bodies.py`` (sync on a thread pool,
-``async def`` on one event loop thread); the settler batches their endings, the maintenance
-thread keeps their leases (claimed ahead too). A claim that finds fewer jobs than it asked for
-(a shed job counts as not found) backs the loop off; a wake, a freed slot, or a stop cuts it.
+the next claimed attempt on its own thread. Bodies run in ``bodies.py``; the settler batches
+their endings, the maintenance thread keeps their leases (claimed ahead too). A claim that
+finds fewer than it asked for (a shed job counts as not found) backs the loop off.
 
 Shutdown has two phases. The first (SIGTERM/SIGINT, ``request_stop()``) stops claiming, gives
 back what was claimed ahead, lets running attempts finish within the grace period, and then
@@ -104,6 +103,8 @@ class Worker:
             reserve=self._reserve,
             start=self._start,
             wake=self._signal.set,
+            find=self._running.get,
+            lease_seconds=config.lease_seconds,
         )
         self._maintenance = Maintenance(
             driver=driver,
@@ -160,8 +161,7 @@ class Worker:
         store_wait = self.config.poll_floor
         try:
             while self._accepting:
-                # Cleared before looking, so a signal that arrives while we look is kept.
-                self._signal.clear()
+                self._signal.clear()  # before looking: a signal that comes while we look is kept
                 self._start_waiting()
                 want, queues, wait = self._limits.plan(  # hook: limits (the per-process limiter)
                     self.config.queues, self._claim_size(), self.running_attempts
@@ -186,7 +186,7 @@ class Worker:
                     self._limits.took(jobs)  # hook: limits (the limiter's rate)
                     gone = self._limits.gone()
                     for job in jobs:
-                        self._ahead.add(self._track(job))
+                        self._ahead.add(self._track(job, since=looked_at))
                     self._start_waiting()
                     if jobs:
                         self.claimed.set()
@@ -213,10 +213,10 @@ class Worker:
             code = self._shutdown()
         return code
 
-    def _track(self, job: ClaimedJob) -> Attempt:
-        """A claimed job as an attempt the worker holds (its lease renewed), waiting for a slot."""
+    def _track(self, job: ClaimedJob, *, since: float) -> Attempt:
+        """A claimed job, leased since ``since``, as an attempt the worker holds, waiting."""
         attempt = attempt_for(
-            job, registry=self.registry, driver=self.driver, on_progress=self._progress
+            job, registry=self.registry, driver=self.driver, on_progress=self._progress, since=since
         )
         with self._lock:
             self._running[job.id] = attempt

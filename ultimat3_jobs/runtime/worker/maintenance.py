@@ -160,12 +160,16 @@ class Maintenance(threading.Thread):
             text = None if attempt.settle_taken else attempt.take_progress()
             if text is not None:
                 progress[attempt.job.id] = text
+        began = time.monotonic()
         try:
             beat = self._beat(attempts, progress)
         except BaseException:
             self._untake(attempts, progress, stored=frozenset())
             raise
         self._untake(attempts, progress, stored=beat.renewed)
+        for attempt in attempts:  # the store's lease runs from a moment after ``began``
+            if attempt.job.id in beat.renewed:
+                attempt.lease_from = began
         self._note_busy(attempts, beat)
         for attempt in attempts:
             if attempt.job.id not in beat.held and not attempt.settle_taken:

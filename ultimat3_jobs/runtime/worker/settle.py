@@ -37,7 +37,7 @@ from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
-from ultimat3_jobs.runtime.worker.handoff import HandOffs
+from ultimat3_jobs.runtime.worker.handoff import HandOffs, Offer
 from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
@@ -45,6 +45,9 @@ logger = logging.getLogger("ultimat3_jobs.worker")
 ACK_BATCH_MAX = 1000
 RETRY_WRITE_SECONDS = 0.5
 SETTLE_REFUSED = "ultimat3_jobs.SettleRefused"
+LENDING = ("completed", "failed")
+"""The endings whose slot is lent to the next run of its key at once (``handoff.py``); a lost
+attempt's is not (its lease may be gone), nor a suspended one's (its step's write freed it)."""
 
 
 class Settler(threading.Thread):
@@ -78,8 +81,10 @@ class Settler(threading.Thread):
         self._holding_lock = threading.Lock()
 
     def put(self, outcome: Outcome) -> None:
-        self._queue.put(outcome)
         handoffs = self.handoffs
+        if handoffs is not None and outcome.kind in LENDING:
+            handoffs.lend(outcome.attempt)  # before its settle can be gathered, which passes it
+        self._queue.put(outcome)
         if handoffs is not None and handoffs.holds(outcome.attempt):
             with self._holding_lock:
                 self._holding.add(id(outcome))
@@ -147,11 +152,13 @@ class Settler(threading.Thread):
             return
         handoffs = self.handoffs
         settling = [outcome.attempt for outcome, _ in endings]
-        offered = handoffs.offer(settling) if handoffs else []
+        offer = handoffs.offer(settling) if handoffs else Offer()
         granted: set[uuid.UUID] = set()
-        landed, refused = self._write_many(endings, offered, granted)
-        if handoffs and offered:
-            handoffs.handed(settling, offered, granted)  # before the settled runs are done
+        landed, refused = self._write_many(endings, offer, granted)
+        # The riders of a refused run's row wait for its ending written again, which passes it.
+        waiting = {_pair(o.attempt) for o, item in endings if item.job_id in refused}
+        if handoffs and offer.attempts:
+            handoffs.handed(settling, offer.without(waiting), granted)  # before they are done
         for outcome, item in endings:
             if item.job_id in refused:
                 continue
@@ -159,7 +166,7 @@ class Settler(threading.Thread):
         for outcome, item in endings:
             exc = refused.get(item.job_id)
             if exc is not None:
-                self._settle_refused(outcome, item, exc)
+                self._settle_refused(outcome, item, exc, offer.part({_pair(outcome.attempt)}))
 
     def _item(self, outcome: Outcome, error: AttemptError | None = None) -> SettleItem:
         """The write of one ending: an ack, or the nack the job's failure policy decides."""
@@ -173,6 +180,7 @@ class Settler(threading.Thread):
                 action="complete",
                 result_json=outcome.result_json,
                 progress_json=progress,
+                relayed=attempt.riding,
             )
         decision = after_failure(
             attempt.definition,
@@ -187,6 +195,7 @@ class Settler(threading.Thread):
             progress_json=progress,
             error=error or outcome.error,
             delay_seconds=decision.delay_seconds,
+            relayed=attempt.riding,
         )
 
     def _landed(self, attempt: Attempt, item: SettleItem, landed: bool) -> None:
@@ -202,21 +211,22 @@ class Settler(threading.Thread):
     def _write_many(
         self,
         endings: list[tuple[Outcome, SettleItem]],
-        offered: list[Attempt] | None = None,
+        offer: Offer | None = None,
         granted: set[uuid.UUID] | None = None,
     ) -> tuple[set[uuid.UUID], dict[uuid.UUID, Exception]]:
-        """Write ``endings`` in one statement, handing their slots to ``offered`` (the runs
-        granted go in ``granted``). A batch the database refuses is split in halves, with no
-        hand-off, until each refused ending stands alone: answers the ids that landed and, per
-        refused id, the error. Every write of the split writes disjoint rows, so nothing lands
-        twice."""
+        """Write ``endings`` in one statement, handing their slots to ``offer``'s runs (the
+        runs granted go in ``granted``). A batch the database refuses is split in halves until
+        each refused ending stands alone, each half passing its own rows to their riders (the
+        waiting runs are offered none): answers the ids that landed and, per refused id, the
+        error. Every write of the split writes disjoint rows, so nothing lands twice."""
         items = [item for _, item in endings]
         try:
-            if offered and self.handoffs is not None and granted is not None:
-                runs = self.handoffs.runs(offered)
+            if offer is not None and offer.attempts and self.handoffs is not None:
+                runs = self.handoffs.runs(offer.attempts)
                 write = partial(self._driver.job_settle_handoff, items=items, runs=runs)
                 handoff = self._write(write)
-                granted.update(handoff.granted)
+                if granted is not None:
+                    granted.update(handoff.granted)
                 return handoff.landed, {}
             return self._write(partial(self._driver.job_settle_many, items=items)), {}
         except Exception as exc:
@@ -231,16 +241,20 @@ class Settler(threading.Thread):
                 )
                 return set(), {item.job_id: exc}
         half = len(endings) // 2
-        landed, refused = self._write_many(endings[:half])
-        more_landed, more_refused = self._write_many(endings[half:])
+        landed, refused = self._write_many(endings[:half], _part(offer, endings[:half]), granted)
+        more_landed, more_refused = self._write_many(
+            endings[half:], _part(offer, endings[half:]), granted
+        )
         return landed | more_landed, refused | more_refused
 
-    def _settle_refused(self, outcome: Outcome, item: SettleItem, exc: Exception) -> None:
+    def _settle_refused(
+        self, outcome: Outcome, item: SettleItem, exc: Exception, offer: Offer
+    ) -> None:
         """One ending the database refused, written again once with a ``SettleRefused`` error
         in place of what it refused (and without its progress): a refused result fails the job
         for good (stored again, the same result would be refused again); a refused nack keeps
         its action. Refused again, the attempt is left to the rescuer (its lease runs out):
-        never a loop."""
+        never a loop. The write passes the run's row to the run riding it (``offer``)."""
         attempt = outcome.attempt
         if item.action == "complete":
             error = _refused_error(attempt, exc, self._worker_id, what="result")
@@ -250,8 +264,9 @@ class Settler(threading.Thread):
                 attempt, exc, self._worker_id, what="error entry", kept=outcome.error
             )
             again = replace(item, error=error, progress_json=None)
+        granted: set[uuid.UUID] = set()
         try:
-            landed = bool(self._write(partial(self._driver.job_settle_many, items=[again])))
+            landed = bool(self._write_one(again, offer, granted))
         except Exception as second:
             logger.error(
                 "jobs.settle.refused: %s %s could not be settled (%s); its lease will run out "
@@ -261,7 +276,18 @@ class Settler(threading.Thread):
                 refusal(second),
             )
             landed = False
+        if self.handoffs is not None and offer.riders:
+            self.handoffs.handed([attempt], offer, granted)
         self._landed(attempt, again, landed)
+
+    def _write_one(self, item: SettleItem, offer: Offer, granted: set[uuid.UUID]) -> set[uuid.UUID]:
+        """Write one ending, passing its row to the run riding it, if any."""
+        if self.handoffs is None or not offer.riders:
+            return self._write(partial(self._driver.job_settle_many, items=[item]))
+        runs = self.handoffs.runs(offer.riders)
+        handoff = self._write(partial(self._driver.job_settle_handoff, items=[item], runs=runs))
+        granted.update(handoff.granted)
+        return handoff.landed
 
     def _ended(self, attempt: Attempt, ending: Ending) -> None:
         hook = attempt.definition.on_settled if attempt.definition else None
@@ -279,6 +305,17 @@ class Settler(threading.Thread):
                 logger.warning("jobs.settle.retry: settle write failed (%s); retrying", exc)
                 self._driver.reset_connection()
                 time.sleep(RETRY_WRITE_SECONDS)
+
+
+def _pair(attempt: Attempt) -> tuple[uuid.UUID, uuid.UUID]:
+    return (attempt.job.id, attempt.job.claim_token)
+
+
+def _part(offer: Offer | None, endings: list[tuple[Outcome, SettleItem]]) -> Offer | None:
+    """The riders of the rows that ``endings``' runs hold, alone."""
+    if offer is None or not offer.riders:
+        return None
+    return offer.part({_pair(o.attempt) for o, _ in endings})
 
 
 def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Ending) -> None:

@@ -242,16 +242,21 @@ returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.cla
 
 -- fragment: acked_done
 -- A batch of completed attempts settled, each fenced by state and claim token: the CTE done(id,
--- name) of job_ack_many and job_settle_handoff.
+-- name) of job_ack_many and job_settle_handoff. A relayed run (it ran on a slot lent by a run
+-- whose row this statement or an earlier one of the same worker settles, and no row ever named
+-- it) is stamped started at the statement's moment: by the store's stamps its run is an instant
+-- at or after its slot's owner finished.
 done as (
     update x_jobs j
     set state = 'completed',
         result = a.result::jsonb,
         progress = coalesce(a.progress::jsonb, j.progress),
+        started_at = case when a.relayed then now() else j.started_at end,
         finished_at = now(),
         lease_expires_at = null
-    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(results)s::text[], %(progress)s::text[])
-        as a(id, token, result, progress)
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(results)s::text[], %(progress)s::text[],
+                %(relayed)s::bool[])
+        as a(id, token, result, progress, relayed)
     where j.id = a.id and j.state = 'running' and j.claim_token = a.token
     returning j.id, j.name
 )
@@ -276,8 +281,9 @@ with {{acked_done}}, freed as (
 ), {{acked_counted}}
 select id from done
 
--- name: job_settle_handoff
--- job_ack_many, and in the same statement each settled run's concurrency slot passes to a next
+-- fragment: slots_handed(settled)
+-- The hand-off of job_settle_handoff and job_settle_many_handoff, after the settle's row change
+-- (the CTE $settled of the settled ids): each settled run's concurrency slot passes to a next
 -- run of the same key that the worker offers (one concurrency slot each, in the order given):
 -- the slot's row is updated to the next run, never deleted and inserted again, so the key never
 -- holds more rows than before. A next run is fenced by state and claim token and must hold no
@@ -285,8 +291,8 @@ select id from done
 -- clock_timestamp(), at or after the settled runs' finished_at (now()): the row's acquired_at
 -- and the next run's started_at, so the runs' stamps never overlap. A row is fenced by the job
 -- it belonged to, so a slot taken over meanwhile (expired) is left alone. The rows no next run
--- takes are deleted, as every settle does. Answers the settled ids, then the granted ones.
-with {{acked_done}}, offered as (
+-- takes are deleted, as every settle does.
+offered as (
     select o.n, o.job_id, o.token, o.key, o.lim
     from unnest(%(next_ids)s::uuid[], %(next_tokens)s::uuid[], %(next_keys)s::text[],
                 %(next_limits)s::int[])
@@ -304,7 +310,7 @@ with {{acked_done}}, offered as (
     select l.key, l.slot, l.job_id,
            row_number() over (partition by l.key order by l.slot) as rank
     from x_job_leases l
-    join done d on d.id = l.job_id
+    join $settled d on d.id = l.job_id
     where l.kind = 'concurrency'
 ), stamp as (
     select clock_timestamp() as at
@@ -324,8 +330,24 @@ with {{acked_done}}, offered as (
       and not exists (
           select 1 from next_runs r where r.key = f.key and r.rank = f.rank and f.slot < r.lim
       )
-), {{grants_started(grants=handed)}}, {{acked_counted}}
+), {{grants_started(grants=handed)}}
+
+-- name: job_settle_handoff
+-- job_ack_many, and in the same statement the settled runs' concurrency slots handed on
+-- (slots_handed). Answers the settled ids, then the granted ones.
+with {{acked_done}}, {{slots_handed(settled=done)}}, {{acked_counted}}
 select id, false as granted from done
+union all
+select id, true from started
+
+-- name: job_settle_many_handoff
+-- job_settle_many (completes, retries, fails and drops), and in the same statement the settled
+-- runs' concurrency slots handed on (slots_handed): a batch with a nack hands its slots on as a
+-- batch of acks does. Answers the settled ids, then the granted ones.
+with {{settle_given_kept}}, {{slots_handed(settled=settled)}}, {{settle_deltas}}, counted as (
+    {{counter_upsert}}
+)
+select id, false as granted from settled
 union all
 select id, true from started
 
@@ -357,18 +379,18 @@ attempt = case when %(counts_as_attempt)s then j.attempt else greatest(j.attempt
                       else j.errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object('at', now())) end,
         progress = coalesce(%(progress)s::jsonb, j.progress)
 
--- name: job_settle_many
--- Every ending of a settler's flush in one statement: completes, retries, fails and drops, each
--- fenced by state and claim token, each column set as job_ack_many and job_nack_* set it. One
--- counter row per job name per statement, whatever the mix: a storm of failures moves each
--- name's row once per flush, never once per failure (names in order, as every counter write).
-with given as (
-    select g.id, g.token, g.action, g.result, g.progress, g.error, g.delay_seconds, g.counts
+-- fragment: settle_given_kept
+-- The row change of job_settle_many and job_settle_many_handoff: the CTE settled(id, name,
+-- action, counts) of every ending that landed.
+given as (
+    select g.id, g.token, g.action, g.result, g.progress, g.error, g.delay_seconds, g.counts,
+           g.relayed
     from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(actions)s::text[], %(results)s::text[],
                 %(progress)s::text[], %(errors)s::text[], %(delays)s::float8[],
-                %(counts)s::bool[])
-        as g(id, token, action, result, progress, error, delay_seconds, counts)
+                %(counts)s::bool[], %(relayed)s::bool[])
+        as g(id, token, action, result, progress, error, delay_seconds, counts, relayed)
 ), kept as (
+    -- a relayed run is stamped started at the statement's moment, as job_ack_many stamps it
     update x_jobs j
     set state = case g.action when 'complete' then 'completed'
                               when 'retry' then 'queued'
@@ -381,6 +403,7 @@ with given as (
         errors = case when g.error is null then j.errors
                       else j.errors || jsonb_build_array(g.error::jsonb || jsonb_build_object('at', now())) end,
         progress = coalesce(g.progress::jsonb, j.progress),
+        started_at = case when g.relayed then now() else j.started_at end,
         finished_at = case when g.action = 'retry' then j.finished_at else now() end,
         lease_expires_at = null,
         claim_token = case when g.action = 'retry' then null else j.claim_token end,
@@ -398,7 +421,11 @@ with given as (
     select id, name, action, counts from kept
     union all
     select id, name, action, counts from dropped
-), {{settled_slots_freed}}, counter_deltas({{counter_columns}}) as (
+)
+
+-- fragment: settle_deltas
+-- The counter deltas of job_settle_many and job_settle_many_handoff, from the CTE settled.
+counter_deltas({{counter_columns}}) as (
     select s.name, 'minute', date_trunc('minute', now()),
            count(*) filter (where s.action = 'complete'),
            count(*) filter (where s.action = 'retry'),
@@ -409,7 +436,14 @@ with given as (
     from settled s
     where s.action <> 'retry' or s.counts
     group by s.name
-), {{settled_counted}}
+)
+
+-- name: job_settle_many
+-- Every ending of a settler's flush in one statement: completes, retries, fails and drops, each
+-- fenced by state and claim token, each column set as job_ack_many and job_nack_* set it. One
+-- counter row per job name per statement, whatever the mix: a storm of failures moves each
+-- name's row once per flush, never once per failure (names in order, as every counter write).
+with {{settle_given_kept}}, {{settled_slots_freed}}, {{settle_deltas}}, {{settled_counted}}
 
 -- name: job_nack_retry
 -- Back to queued at now() + delay, fenced. An attempt that does not count (a release at
