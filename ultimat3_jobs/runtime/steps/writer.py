@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from django.db import transaction
+from django.db import connections
 
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import DriverUnavailable
@@ -42,9 +42,7 @@ class ThreadWriter:
 
     def _inline(self) -> bool:
         database = self._driver.transaction_database
-        if database is None:
-            return True
-        return not transaction.get_connection(database).in_atomic_block
+        return database is None or not connections[database].in_atomic_block
 
     def _submit(self, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
         with self._lock:
