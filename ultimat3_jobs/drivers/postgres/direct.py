@@ -52,6 +52,9 @@ _SQL = {name: STATEMENTS[name].encode() for name in DIRECT_STATEMENTS}
 
 DIAG_MESSAGE = DiagnosticField.MESSAGE_PRIMARY
 
+_ANSWERED = frozenset({int(ExecStatus.TUPLES_OK), int(ExecStatus.COMMAND_OK)})
+"""The result statuses of a statement that ran (as plain ints: compared once per step)."""
+
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 UUID_OID, INT8_OID, UNKNOWN_OID = 2950, 20, 0
@@ -148,7 +151,7 @@ def _through_libpq(raw: psycopg.Connection[Any], statement: str, params: dict[st
         return _through_cursor(raw, _SQL[statement], params, prepare=False)
     with raw.lock:
         result = pgconn.exec_params(sql, values, types, formats)
-    if result.status not in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
+    if result.status not in _ANSWERED:
         if pgconn.status != ConnStatus.OK:  # the connection is lost, not the statement
             message = result.error_field(DIAG_MESSAGE) or result.error_message
             raise psycopg.OperationalError(message.decode(encoding, "replace").strip())
