@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from django.db import connections
+from django.db import transaction
 
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.errors import DriverUnavailable
@@ -56,7 +56,7 @@ class ThreadWriter:
 
     def call(self, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
         database = self._driver.transaction_database
-        if database is None or not connections[database].in_atomic_block:
+        if database is None or not transaction.get_connection(database).in_atomic_block:
             return method(**kwargs)  # on this thread: its connection is in autocommit
         return self._submit(method, kwargs).result()
 
