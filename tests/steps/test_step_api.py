@@ -303,3 +303,25 @@ def test_an_unwind_cut_short_repeats_no_compensation_on_the_next_run(driver):
     ctx.step.unwind()
     assert undone == [(3, 30), (2, 20), (1, 10)], "no compensation ran twice"
     assert {status for status, _ in stored(driver, job.id).values()} == {"compensated"}
+
+
+def test_an_unwind_called_again_in_the_same_run_repeats_no_compensation(driver):
+    """The steps this run executed keep no record of their own; the unwind's compensated mark
+    is what a second unwind of the same run reads."""
+    undone = []
+    crash = {"at": 2}
+
+    def back(n, output):
+        if crash["at"] == n:
+            raise RuntimeError("a compensation failed")
+        undone.append((n, output))
+
+    ctx, job = attempt_ctx(driver)
+    for n in (1, 2, 3):
+        ctx.step.run(f"s{n}", lambda n=n: n * 10, compensate=lambda out, n=n: back(n, out))
+    with pytest.raises(RuntimeError):
+        ctx.step.unwind()
+    crash["at"] = None
+    ctx.step.unwind()
+    assert undone == [(3, 30), (2, 20), (1, 10)], "no compensation ran twice"
+    assert {status for status, _ in stored(driver, job.id).values()} == {"compensated"}

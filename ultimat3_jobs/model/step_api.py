@@ -30,7 +30,15 @@ from ultimat3_jobs.model.step_rules import (
     seconds_of,
     step_json,
 )
-from ultimat3_jobs.model.steps import Call, InlineWriter, Plan, StepState, StepWriter, Write
+from ultimat3_jobs.model.steps import (
+    OWN_JSON_FORM,
+    Call,
+    InlineWriter,
+    Plan,
+    StepState,
+    StepWriter,
+    Write,
+)
 
 Duration = float | int | timedelta
 
@@ -48,21 +56,24 @@ def _drive_sync(plan: Plan, writer: StepWriter) -> Any:
     """Drive ``plan`` on this thread: its functions called here, its store writes through
     ``writer``."""
     answer: Any = None
+    send, call = plan.send, writer.call
     try:
         while True:
-            op = plan.send(answer)
-            if isinstance(op, Write):
-                answer = writer.call(op.method, op.kwargs)
+            op = send(answer)
+            if type(op) is Write:
+                answer = call(op.method, op.kwargs)
                 continue
-            started = time.monotonic()
+            timed = op.timeout is not None
+            started = time.monotonic() if timed else 0.0
             answer = op.fn(*op.args)
-            if inspect.isawaitable(answer):
+            if type(answer) not in OWN_JSON_FORM and inspect.isawaitable(answer):
                 getattr(answer, "close", lambda: None)()
                 raise TypeError(
                     f"step {op.step!r}: its function returned an awaitable in a sync "
                     "body; use a plain function (or declare the body async def)"
                 )
-            _over_timeout(op, started)
+            if timed:
+                _over_timeout(op, started)
     except StopIteration as stop:
         return stop.value
 
@@ -92,6 +103,8 @@ class _Checks:
     def _joined(self, name: str, atomic: object) -> str | None:
         """The database whose transaction an ``atomic=True`` step runs in, or ``None`` (not
         atomic, a direct call, or a store outside the Django database)."""
+        if atomic is False:
+            return None
         if not isinstance(atomic, bool):
             raise StepInvalid(
                 f"step {name!r}: atomic must be True or False; got {type(atomic).__name__}",

@@ -122,6 +122,10 @@ def check_ttl(ttl: object) -> float:
     return seconds
 
 
+_SCALARS = frozenset({type(None), bool, int, float, str})
+"""The types whose values hold no tuple (nothing to turn into a list)."""
+
+
 def _tuples_as_lists(value: Any) -> Any:
     """A tuple, as a step returns several values, is stored (and so answered) as a list."""
     if isinstance(value, tuple):
@@ -137,8 +141,9 @@ def step_json(step: str, value: Any) -> str:
     """The JSON text a step stores for ``value``, under the input rules and size cap; a tuple
     is stored as a list (the step answers a list, on its first run as on a replay)."""
     settings = get_settings()
+    stored = value if type(value) in _SCALARS else _tuples_as_lists(value)
     try:
-        return settings.encode_stored(_tuples_as_lists(value), root=f"step {step!r} result")
+        return settings.encode_stored(stored, root=f"step {step!r} result")
     except JobInputInvalid as exc:
         raise StepInvalid(
             f"step {step!r}: its result must be JSON, as job input is: {exc.message}",

@@ -33,9 +33,9 @@ from ultimat3_jobs.errors import JobAborted, JobLeaseLost, StepMismatch, StepOnc
 from ultimat3_jobs.model.step_rules import check_callable, check_step_name, step_json
 from ultimat3_jobs.types import StepKind
 
-_OWN_JSON_FORM = frozenset({type(None), bool, int, str})
+OWN_JSON_FORM = frozenset({type(None), bool, int, str})
 """The types whose values, once checked and stored, are their own JSON form (a step answers
-them without decoding what it stored)."""
+them without decoding what it stored, and a driver of plans knows them for no awaitable)."""
 
 
 class StepSuspended(BaseException):
@@ -48,7 +48,7 @@ class StepSuspended(BaseException):
         super().__init__(f"suspended at step {step!r} until {wake_at}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Call:
     """Call the step's own function (or a compensation) with ``args``."""
 
@@ -58,7 +58,7 @@ class Call:
     timeout: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Write:
     """One call of a store method with keyword arguments."""
 
@@ -101,8 +101,9 @@ class Reached:
 
 @dataclass(slots=True, kw_only=True)
 class StepState:
-    """The steps of one attempt: the stored records (read once), the names used in this run,
-    and the compensations of the done steps it reached."""
+    """The steps of one attempt: the stored records (read once, at the first step; the waits
+    and compensations this run writes update them), the names used in this run, and the
+    compensations of the done steps it reached."""
 
     driver: JobDriver
     job_id: uuid.UUID
@@ -149,7 +150,9 @@ class StepState:
     def _begin(self, name: object) -> Plan:
         """Check the name (nothing is read for a refused step), then the stored record."""
         checked = check_step_name(name, self.used)
-        records = yield from self._load()
+        records = self.records
+        if records is None:
+            records = yield from self._load()
         self.used.add(checked)
         return records.get(checked)
 
@@ -194,7 +197,7 @@ class StepState:
                     field=name,
                     rule="once",
                 )
-            output = record.output
+            seq, output = record.seq, record.output
         else:
             seq = self._next_seq()
             if kind == "once":
@@ -210,12 +213,9 @@ class StepState:
                 status="done",
                 output_json=text,
             )
-            output = value if type(value) in _OWN_JSON_FORM else json.loads(text)
-            record = StepRecord(name=name, seq=seq, kind=kind, status="done", output=output)
-            assert self.records is not None
-            self.records[name] = record
+            output = value if type(value) in OWN_JSON_FORM else json.loads(text)
         if compensate is not None:
-            self.reached.append(Reached(record.seq, name, kind, compensate, output))
+            self.reached.append(Reached(seq, name, kind, compensate, output))
         return output
 
     def plan_wait(
@@ -269,8 +269,17 @@ class StepState:
                 kind=reached.kind,
                 status="compensated",
             )
-            if record is not None:
-                self.records[reached.name] = replace(record, status="compensated")
+            self.records[reached.name] = (
+                StepRecord(
+                    name=reached.name,
+                    seq=reached.seq,
+                    kind=reached.kind,
+                    status="compensated",
+                    output=reached.output,
+                )
+                if record is None
+                else replace(record, status="compensated")
+            )
 
 
 def _describe(kind: str, event: str | None, key: str | None) -> str:

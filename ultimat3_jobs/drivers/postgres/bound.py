@@ -57,7 +57,12 @@ class BoundCursor(psycopg.Cursor[Any]):
 
 def prepares(alias: str) -> bool:
     """Whether the alias asked for prepared statements (``OPTIONS["prepare_threshold"]``)."""
-    options = connections[alias].settings_dict.get("OPTIONS") or {}
+    return asks_prepared(connections[alias])
+
+
+def asks_prepared(connection: Any) -> bool:
+    """:func:`prepares` for the alias's connection already in hand."""
+    options = connection.settings_dict.get("OPTIONS") or {}
     return options.get("prepare_threshold") is not None
 
 

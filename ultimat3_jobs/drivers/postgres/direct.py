@@ -17,9 +17,10 @@ connection directly, with what the wrapper would have done kept:
 
 Unprepared, the statement goes to libpq in one call (``PGconn.exec_params``, which releases the
 GIL while it waits) under psycopg's connection lock, its few parameter types (UUID, int, str,
-``None``) written as text with their type: psycopg's cursor machinery (a cursor, an adapters
-map, its generators, its row loaders) cost about as much CPU again as the round trip, and these
-statements answer only whether a row came back. A failed statement is raised as psycopg would
+``None``) written with their type, a UUID as its 16 bytes (the uuid type's binary form) and the
+rest as text: psycopg's cursor machinery (a cursor, an adapters map, its generators, its row
+loaders) cost about as much CPU again as the round trip, and these statements answer only
+whether a row came back. A failed statement is raised as psycopg would
 raise it; a parameter of another type takes psycopg's cursor instead.
 
 Django's own cursor is used instead whenever the wrapper would add something: the query log is
@@ -38,7 +39,7 @@ from django.db import connections
 from psycopg.errors import error_from_result
 from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus
 
-from ultimat3_jobs.drivers.postgres.bound import prepares
+from ultimat3_jobs.drivers.postgres.bound import asks_prepared
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.models import RawStatementManager
 
@@ -51,11 +52,17 @@ _SQL = {name: STATEMENTS[name].encode() for name in DIRECT_STATEMENTS}
 
 DIAG_MESSAGE = DiagnosticField.MESSAGE_PRIMARY
 
+_ANSWERED = frozenset({int(ExecStatus.TUPLES_OK), int(ExecStatus.COMMAND_OK)})
+"""The result statuses of a statement that ran (as plain ints: compared once per step)."""
+
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
-_OIDS: dict[type, int] = {uuid.UUID: 2950, int: 20, str: 0, type(None): 0}
-"""The type a parameter is sent with, by its Python type: ``uuid``, ``int8``, and unknown for
+UUID_OID, INT8_OID, UNKNOWN_OID = 2950, 20, 0
+"""The types a parameter is sent with, by its Python type: ``uuid``, ``int8``, and unknown for
 text and NULL (the server types them from the statement, as for psycopg's own str)."""
+
+TEXT, BINARY = 0, 1
+"""A parameter's format: a uuid goes as its 16 bytes, the rest as text."""
 
 
 def _numbered(sql: str) -> tuple[bytes, tuple[str, ...]]:
@@ -89,16 +96,15 @@ def run_direct(manager: RawStatementManager, statement: str, params: dict[str, A
     """Run ``statement`` (one of :data:`DIRECT_STATEMENTS`) on ``manager``'s alias and answer
     how many rows it returned, on the psycopg connection when nothing of Django's wrapper is
     needed, else as :meth:`RawStatementManager.run` does."""
-    sql = _SQL.get(statement)
-    if sql is None:
+    if statement not in _SQL:
         raise ValueError(f"{statement!r} is not a statement that runs directly")
     connection = connections[manager.db]
     if not _plain(connection):
         return len(manager.run(statement, params))
     raw = connection.connection
     try:
-        if prepares(manager.db):
-            return _through_cursor(raw, sql, params, prepare=True)
+        if asks_prepared(connection):
+            return _through_cursor(raw, _SQL[statement], params, prepare=True)
         return _through_libpq(raw, statement, params)
     except psycopg.Error:
         with connection.wrap_database_errors:
@@ -115,16 +121,38 @@ def _through_cursor(
 
 def _through_libpq(raw: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> int:
     sql, names = _NUMBERED[statement]
-    values = [params[name] for name in names]
-    types = [_OIDS.get(type(value)) for value in values]
-    if None in types or raw.pgconn.pipeline_status:
-        return _through_cursor(raw, _SQL[statement], params, prepare=False)
+    pgconn = raw.pgconn
     encoding = raw.info.encoding
-    texts = [None if value is None else str(value).encode(encoding) for value in values]
+    values: list[bytes | None] = []
+    types: list[int] = []
+    formats: list[int] = []
+    for name in names:
+        value = params[name]
+        kind = type(value)
+        if kind is str:
+            values.append(value.encode(encoding))
+            types.append(UNKNOWN_OID)
+            formats.append(TEXT)
+        elif kind is uuid.UUID:
+            values.append(value.bytes)  # the uuid type's binary form: its 16 bytes
+            types.append(UUID_OID)
+            formats.append(BINARY)
+        elif kind is int:
+            values.append(b"%d" % value)
+            types.append(INT8_OID)
+            formats.append(TEXT)
+        elif value is None:
+            values.append(None)
+            types.append(UNKNOWN_OID)
+            formats.append(TEXT)
+        else:
+            return _through_cursor(raw, _SQL[statement], params, prepare=False)
+    if pgconn.pipeline_status:
+        return _through_cursor(raw, _SQL[statement], params, prepare=False)
     with raw.lock:
-        result = raw.pgconn.exec_params(sql, texts, types)
-    if result.status not in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
-        if raw.pgconn.status != ConnStatus.OK:  # the connection is lost, not the statement
+        result = pgconn.exec_params(sql, values, types, formats)
+    if result.status not in _ANSWERED:
+        if pgconn.status != ConnStatus.OK:  # the connection is lost, not the statement
             message = result.error_field(DIAG_MESSAGE) or result.error_message
             raise psycopg.OperationalError(message.decode(encoding, "replace").strip())
         raise error_from_result(result, encoding=encoding)

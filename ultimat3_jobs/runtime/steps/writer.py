@@ -40,12 +40,6 @@ class ThreadWriter:
         self._pool: BodyPool | None = None
         self._lock = threading.Lock()
 
-    def _inline(self) -> bool:
-        database = self._driver.transaction_database
-        if database is None:
-            return True
-        return not transaction.get_connection(database).in_atomic_block
-
     def _submit(self, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
         with self._lock:
             if self._pool is None:
@@ -61,8 +55,9 @@ class ThreadWriter:
             raise
 
     def call(self, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-        if self._inline():
-            return method(**kwargs)
+        database = self._driver.transaction_database
+        if database is None or not transaction.get_connection(database).in_atomic_block:
+            return method(**kwargs)  # on this thread: its connection is in autocommit
         return self._submit(method, kwargs).result()
 
     async def acall(self, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
