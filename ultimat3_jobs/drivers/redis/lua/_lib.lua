@@ -528,7 +528,7 @@ local function handed_take(worker_id)
     return rows
 end
 
--- Hand the job `hand` (hand_of) to idle worker `worker`: claimed in its name as its claim
+-- Hand the job `hand` (handable) to idle worker `worker`: claimed in its name as its claim
 -- would (lease: the seconds its last claim gave), noted in B:handed:<w> until its next claim,
 -- and sent whole on its channel B:hand:<w>. Only to a worker listening there now, and no more
 -- jobs between two of its claims than the last one found fewer than it asked for (its room,
@@ -537,7 +537,11 @@ local function hand_to(worker, queue, hand)
     local channel = B .. ':hand:' .. worker
     local hands = B .. ':hands'
     local entry = redis.call('HGET', hands, worker)
-    if not entry or redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then return false end
+    if not entry then return false end
+    if redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then
+        redis.call('HDEL', hands, worker)  -- not listening (gone): its next claim lists it again
+        return false
+    end
     local lease, room = string.match(entry, '^(%S+) (%d+)$')
     if tonumber(room) > 1 then
         redis.call('HSET', hands, worker, lease .. ' ' .. (tonumber(room) - 1))
@@ -555,20 +559,26 @@ local function hand_to(worker, queue, hand)
     return true
 end
 
--- What a single enqueue of job `id` may hand to the worker it wakes: the job when it heads
--- its queue's ready set (due now, its name not paused, nothing before it in claim order) on a
--- queue not paused, and the caller sent the 32 random hex digits of a claim token; else nil.
-local function hand_of(id, queue, random, now)
-    if random == nil or random == '' or is_paused('queue', queue) then return nil end
-    promote(queue, now)
-    if redis.call('ZRANGE', B .. ':ready:' .. queue, 0, 0)[1] ~= id then return nil end
-    return {id = id, token = claim_token(random, 1), now = now}
+-- Whether a single enqueue's job `hand` (id, random: 32 hex digits for its claim token, now)
+-- may be handed: it heads its queue's ready set (due now, its name not paused, nothing before
+-- it in claim order) on a queue not paused. Sets hand.token when it may.
+local function handable(hand, queue)
+    if hand.token == nil then
+        if hand.random == nil or hand.random == '' or is_paused('queue', queue) then
+            hand.token = false
+        else
+            promote(queue, hand.now)
+            local head = redis.call('ZRANGE', B .. ':ready:' .. queue, 0, 0)[1]
+            hand.token = head == hand.id and claim_token(hand.random, 1)
+        end
+    end
+    return hand.token ~= false
 end
 
 -- Wake one worker for one job due now on `queue`: the one idle there most recently, on its own
 -- channel, so the others sleep on (every subscriber woken for one job makes all but one claim
--- nothing). With a `hand` (hand_of) the job is claimed for it and handed over whole, so it
--- needs no claim of its own (hand_to). A listed worker that no longer listens (PUBLISH
+-- nothing). With a `hand` ({id, random, now} of a single enqueue) the job, when handable, is
+-- claimed for it and handed over whole, so it needs no claim of its own (hand_to). A listed worker that no longer listens (PUBLISH
 -- reached nobody: it stopped, or its wake reconnects) is dropped and the next tried; with none
 -- left, every subscriber is woken.
 local WAKE_ONE_TRIES = 8
@@ -578,7 +588,7 @@ local function wake_one(queue, hand)
     for _ = 1, WAKE_ONE_TRIES do
         local top = redis.call('ZPOPMAX', idle)
         if top[1] == nil then break end
-        if hand and hand_to(top[1], queue, hand) then return end
+        if hand and handable(hand, queue) and hand_to(top[1], queue, hand) then return end
         if redis.call('PUBLISH', B .. ':wake:' .. top[1], queue) > 0 then return end
     end
     redis.call('PUBLISH', B .. ':wake', queue)

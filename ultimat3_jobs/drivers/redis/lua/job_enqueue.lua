@@ -1,6 +1,6 @@
 -- job_enqueue: write one job unless a job with its id, or a live job with its name and
 -- idempotency key, exists (then answer that job, deduped); wake its queue when it is due now
--- by request, handing the job to the worker it wakes when it can (hand_of, hand_to).
+-- by request, handing the job to the worker it wakes when it can (handable, hand_to).
 -- KEYS[1]  the store's base key (see the key layout in _lib.lua)
 -- ARGV     one job's 13 fields, as enqueue_one reads them: id name queue priority run_at delay
 --          input key tenant enqueued_by max_attempts lease_seconds traceparent (optional ones
@@ -14,6 +14,6 @@
 local now = now_us()
 local status, id, due_now = enqueue_one(ARGV, 1, now)
 if status == 'created' and due_now then
-    wake_one(ARGV[3], hand_of(id, ARGV[3], ARGV[ENQUEUE_FIELDS + 1], now))
+    wake_one(ARGV[3], {id = id, random = ARGV[ENQUEUE_FIELDS + 1], now = now})
 end
 return {status, id}
