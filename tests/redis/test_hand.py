@@ -98,6 +98,19 @@ def test_a_lost_hand_comes_back_with_the_workers_next_claim_once(redis_store: Re
         assert ack(redis_store, job_id, token)
 
 
+def test_lost_hands_come_back_no_more_than_a_claim_asks_for(redis_store: RedisDriver):
+    with stalled_worker(redis_store, "worker-x"):
+        assert claim(redis_store, ["a", "b"], worker_id="worker-x", limit=2) == []
+        handed = {enqueue(redis_store, queue="a"), enqueue(redis_store, queue="b")}
+        tokens = {running_for(redis_store, job_id, "worker-x") for job_id in handed}
+        first = claim(redis_store, ["a", "b"], worker_id="worker-x", limit=1)
+        second = claim(redis_store, ["a", "b"], worker_id="worker-x", limit=1)
+        assert len(first) == len(second) == 1
+        assert {first[0].id, second[0].id} == handed
+        assert {first[0].claim_token, second[0].claim_token} == tokens
+        assert claim(redis_store, ["a", "b"], worker_id="worker-x") == []
+
+
 def test_a_stalled_workers_hand_is_rescued_and_runs_once_elsewhere(redis_store: RedisDriver):
     with stalled_worker(redis_store, "worker-x"):
         assert claim(redis_store, ["emails"], worker_id="worker-x") == []

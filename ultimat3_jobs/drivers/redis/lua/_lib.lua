@@ -506,17 +506,18 @@ local function claim_one(id, queue, worker_id, lease_default, token, now, batch)
         fmt(lease), r[5], r[11]}
 end
 
--- The jobs handed to `worker_id` (see hand_to) that it still runs under their token, as
--- claim rows marked 'handed' (a 13th field), and forgotten: a claim of that worker answers
--- them too, in case the message of a hand was lost (pub/sub delivers at most once).
-local function handed_take(worker_id)
+-- Up to `limit` jobs handed to `worker_id` (see hand_to) that it still runs under their
+-- token, as claim rows marked 'handed' (a 13th field), and forgotten (the rest wait for the next
+-- claim): a claim of that worker answers them too, in case the message of a hand was lost
+-- (pub/sub delivers at most once).
+local function handed_take(worker_id, limit)
     local handed = B .. ':handed:' .. worker_id
-    local pairs_ = redis.call('HGETALL', handed)
-    local rows = {}
-    if #pairs_ == 0 then return rows end
-    redis.call('DEL', handed)
-    for i = 1, #pairs_, 2 do
-        local id, token = pairs_[i], pairs_[i + 1]
+    local notes = redis.call('HGETALL', handed)
+    local rows, seen = {}, {}
+    for i = 1, #notes, 2 do
+        if #rows >= limit then break end
+        local id, token = notes[i], notes[i + 1]
+        seen[#seen + 1] = id
         local r = redis.call('HMGET', jkey(id), 'state', 'claim_token', 'worker_id', 'name',
             'queue', 'input', 'attempt', 'max_attempts', 'priority', 'tenant',
             'lease_expires_at', 'created_at', 'traceparent')
@@ -525,6 +526,7 @@ local function handed_take(worker_id)
                 tonumber(r[9]), r[10], r[11], r[12], r[13], 'handed'}
         end
     end
+    if #seen > 0 then redis.call('HDEL', handed, unpack(seen)) end
     return rows
 end
 

@@ -8,14 +8,14 @@
 -- Reads B:pauses, B:delayed:<q>, B:ready:<q>; writes B:job:<id>, B:ready:<q>, B:delayed:<q>,
 -- B:queued:<q>, B:held:<n>, B:running, B:idle:<q> (this worker: listed when it found fewer
 -- jobs than `limit`, else not), B:hands (its lease seconds and room, when listed), B:handed:<w>
--- (deleted).
+-- (the jobs answered).
 -- Answers per claimed job: id name queue input attempt max_attempts claim_token priority
 -- tenant lease_expires_at created_at traceparent; the handed jobs first, with 'handed' after.
 local worker_id, lease_default = ARGV[1], tonumber(ARGV[2])
 local limit, n = tonumber(ARGV[3]), tonumber(ARGV[4])
 local random = ARGV[5 + n]
 local now = now_us()
-local claimed = handed_take(worker_id)
+local claimed = handed_take(worker_id, limit)
 local wanted = limit - #claimed
 local heads = {}
 for i = 1, n do
