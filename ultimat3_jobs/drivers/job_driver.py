@@ -269,13 +269,21 @@ class JobDriver(
     # -- wake and the worker registry ------------------------------------------------------
 
     def wake_subscribe(
-        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+        self,
+        *,
+        on_wake: Callable[[str], None],
+        worker_id: str | None = None,
+        on_hand: Callable[[ClaimedJob], None] | None = None,
     ) -> WakeSubscription | None:
         """Call ``on_wake(queue)`` (from another thread) when a job becomes due on ``queue``
         through an enqueue. ``None`` means this driver has no wake: the caller polls. The poll
         stays the guarantee either way; a wake only shortens the wait. ``worker_id``: the
         worker whose claims (``job_claim``'s ``worker_id``) this subscription serves; a driver
-        may then wake that worker alone for a job, in place of every subscriber (Redis)."""
+        may then wake that worker alone for a job, in place of every subscriber (Redis).
+        ``on_hand`` (with ``worker_id``): a driver may claim a job for that worker as its
+        enqueue wakes it and call ``on_hand(job)`` with it, once (Redis); the worker holds it
+        as one its claim took. One it never takes (the message lost or late) comes again from
+        its next ``job_claim``, or goes back with ``worker_remove``, or its lease expires."""
         return None
 
     @abc.abstractmethod

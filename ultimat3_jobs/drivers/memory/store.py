@@ -30,7 +30,7 @@ from ultimat3_jobs.drivers.memory.scheduler import SchedulerStatements
 from ultimat3_jobs.drivers.memory.steps import StepStatements
 from ultimat3_jobs.drivers.memory.wake import MemoryWake
 from ultimat3_jobs.drivers.memory.workers import WorkerStatements
-from ultimat3_jobs.types import JobState
+from ultimat3_jobs.types import ClaimedJob, JobState
 
 
 class MemoryDriver(
@@ -112,10 +112,14 @@ class MemoryDriver(
     # -- wake -------------------------------------------------------------------------------
 
     def wake_subscribe(
-        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+        self,
+        *,
+        on_wake: Callable[[str], None],
+        worker_id: str | None = None,
+        on_hand: Callable[[ClaimedJob], None] | None = None,
     ) -> WakeSubscription | None:
         """A :class:`MemoryWake`: called from the enqueuing thread after each enqueue that
-        created a job due now (every subscription; ``worker_id`` is not used)."""
+        created a job due now (every subscription; ``worker_id`` and ``on_hand`` are not used)."""
         subscription = MemoryWake(self, on_wake)
         with self._lock:
             self._wakes.append(subscription)

@@ -15,7 +15,7 @@ from ultimat3_jobs.drivers.postgres.rows.operator import encode_limits
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.models import RawStatementManager
-from ultimat3_jobs.types import WorkerRecord
+from ultimat3_jobs.types import ClaimedJob, WorkerRecord
 
 
 @speaks_seam_errors
@@ -27,11 +27,15 @@ class WorkerMethods:
     _listeners_lock: threading.Lock
 
     def wake_subscribe(
-        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+        self,
+        *,
+        on_wake: Callable[[str], None],
+        worker_id: str | None = None,
+        on_hand: Callable[[ClaimedJob], None] | None = None,
     ) -> WakeSubscription | None:
         """A :class:`~ultimat3_jobs.drivers.postgres.listen.QueueListener` on its own connection
         to this alias' database; live once its first probe comes back. Every listener hears
-        every wake (``worker_id`` is not used)."""
+        every wake (``worker_id`` and ``on_hand`` are not used)."""
         listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=on_wake)
         with self._listeners_lock:
             self._listeners.add(listener)

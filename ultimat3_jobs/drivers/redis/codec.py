@@ -204,6 +204,13 @@ def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
     return claimed
 
 
+def handed_job(message: bytes | str) -> ClaimedJob:
+    """The job a hand's message carries (``hand_to`` in ``lua/_lib.lua``): a claim's row in
+    JSON, a missing field ``false``."""
+    row = [None if value is False else value for value in json.loads(message)]
+    return claimed_jobs([row])[0]
+
+
 def worker_record(answer: Sequence[Any]) -> WorkerRecord:
     worker_id, host, pid, queues, slots, demand, started, beat, expires, limits = (
         text(value) for value in answer

@@ -42,7 +42,7 @@ from ultimat3_jobs.drivers.redis.retention import RetentionScriptMethods
 from ultimat3_jobs.drivers.redis.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
 from ultimat3_jobs.drivers.redis.steps import StepScriptMethods
-from ultimat3_jobs.drivers.redis.wake import RedisWake
+from ultimat3_jobs.drivers.redis.wake import HandedOnce, RedisWake
 from ultimat3_jobs.types import (
     AckItem,
     AttemptError,
@@ -87,6 +87,7 @@ class RedisDriver(
         super().__init__(alias=alias, prefix=prefix, client=client)
         self.database = None
         self._wakes: weakref.WeakSet[RedisWake] = weakref.WeakSet()
+        self._handed = HandedOnce()
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -121,11 +122,17 @@ class RedisDriver(
         # script makes the i-th job's version 4 UUID of the i-th 16).
         random = os.urandom(16 * limit).hex()
         args = [worker_id, repr(float(lease_seconds)), str(limit), str(len(names))]
-        return codec.claimed_jobs(self._run("job_claim", [*args, *names, random]))
+        answer = self._run("job_claim", [*args, *names, random])
+        if answer and len(answer[0]) > 12:  # jobs handed to this worker, first: once each
+            first = self._handed.first
+            answer = [row[:12] for row in answer if len(row) == 12 or first(codec.text(row[6]))]
+        return codec.claimed_jobs(answer)
 
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         codec.check_request(request)
-        status, job_id = self._run("job_enqueue", codec.enqueue_args(request))
+        # The claim token of a hand to the worker the enqueue wakes (see wake_subscribe).
+        args = [*codec.enqueue_args(request), os.urandom(16).hex()]
+        status, job_id = self._run("job_enqueue", args)
         return codec.enqueue_result(status, job_id)
 
     def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
@@ -300,14 +307,38 @@ class RedisDriver(
         return False
 
     def wake_subscribe(
-        self, *, on_wake: Callable[[str], None], worker_id: str | None = None
+        self,
+        *,
+        on_wake: Callable[[str], None],
+        worker_id: str | None = None,
+        on_hand: Callable[[ClaimedJob], None] | None = None,
     ) -> WakeSubscription | None:
         """A :class:`RedisWake`: a thread subscribed to the store's wake channel, on which
         every enqueue (and promote, requeue, fire) due now publishes its queue, and to
         ``worker_id``'s own channel, on which a single enqueue wakes that worker alone when
-        its last claim on the queue found fewer jobs than it asked for."""
-        own = None if worker_id is None else f"{self.prefix}:wake:{worker_id}"
-        subscription = RedisWake(self.redis(), f"{self.prefix}:wake", on_wake, own_channel=own)
+        its last claim on the queue found fewer jobs than it asked for. With ``on_hand``,
+        such an enqueue claims its job for the worker instead (when it heads its queue) and
+        hands it over on a third channel: ``on_hand(job)`` is called once per hand, whether
+        the message or the worker's next claim (message lost) brings it first."""
+        own = hand = handed = None
+        if worker_id is not None:
+            own = f"{self.prefix}:wake:{worker_id}"
+        if worker_id is not None and on_hand is not None:
+            hand = f"{self.prefix}:hand:{worker_id}"
+
+            def handed(message: str) -> None:
+                job = codec.handed_job(message)
+                if self._handed.first(str(job.claim_token)):
+                    on_hand(job)
+
+        subscription = RedisWake(
+            self.redis(),
+            f"{self.prefix}:wake",
+            on_wake,
+            own_channel=own,
+            hand_channel=hand,
+            on_hand=handed,
+        )
         self._wakes.add(subscription)
         return subscription
 

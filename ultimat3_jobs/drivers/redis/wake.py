@@ -3,11 +3,15 @@
 Every script that makes a job due now (enqueue, promote, requeue, fire) publishes its queue on
 the store's wake channel, except a single enqueue when a worker is idle on its queue: that one
 goes to the channel of that worker alone (``wake_one`` in ``lua/_lib.lua``), which a
-subscription made for a worker listens to as well. The subscription holds one connection of
-its own in ``SUBSCRIBE``, read by a daemon thread; waiting there sends no command, so an idle
-worker's cost is its polls alone. It counts as live only once a probe it published came back
-on that connection, and it reconnects with backoff whenever the connection fails; the worker's
-poll stays the guarantee.
+subscription made for a worker listens to as well. When that worker listens for hands too, the
+enqueue claims the job in its name and sends it whole on the worker's hand channel, so the
+worker runs it without a claim of its own (``hand_to``); :class:`HandedOnce` drops the second
+delivery of a hand, since a claim answers again what was handed but not yet claimed.
+
+The subscription holds one connection of its own in ``SUBSCRIBE``, read by a daemon thread;
+waiting there sends no command, so an idle worker's cost is its polls alone. It counts as live
+only once a probe it published came back on that connection, and it reconnects with backoff
+whenever the connection fails; the worker's poll stays the guarantee.
 """
 
 from __future__ import annotations
@@ -44,12 +48,17 @@ class RedisWake:
         on_wake: Callable[[str], None],
         *,
         own_channel: str | None = None,
+        hand_channel: str | None = None,
+        on_hand: Callable[[str], None] | None = None,
     ) -> None:
         self._client = client
         self.channel = channel
         self.probe_channel = f"{channel}:probe"
-        self._channels = [c for c in (channel, own_channel, self.probe_channel) if c is not None]
+        self.hand_channel = hand_channel if on_hand is not None else None
+        channels = (channel, own_channel, self.hand_channel, self.probe_channel)
+        self._channels = [c for c in channels if c is not None]
         self._on_wake = on_wake
+        self._on_hand = on_hand
         self._stop = threading.Event()
         self._live = threading.Event()
         # Held while on_wake runs, so close() returns only once no call is in flight; reentrant
@@ -108,13 +117,43 @@ class RedisWake:
                     if payload == token:
                         self._live.set()
                     continue
-                self._deliver(payload)
+                if channel == self.hand_channel:
+                    self._deliver(payload, self._on_hand)  # type: ignore[arg-type]
+                    continue
+                self._deliver(payload, self._on_wake)
         finally:
             self._live.clear()
             pubsub.close()
 
-    def _deliver(self, queue: str) -> None:
+    def _deliver(self, payload: str, to: Callable[[str], None]) -> None:
         with self._deliver_lock:
             if self._stop.is_set():
                 return
-            call_on_wake(self._on_wake, queue)
+            call_on_wake(to, payload)
+
+
+HANDED_REMEMBERED = 4096
+"""How many hands' tokens :class:`HandedOnce` holds while waiting for a second delivery: that
+comes, if ever, at the worker's next claim (seconds), while hands come one per single enqueue."""
+
+
+class HandedOnce:
+    """The claim tokens of handed jobs delivered once: a hand reaches its worker by its message
+    and again by the worker's next claim while it still runs it (a claim cannot know whether
+    the message arrived), in either order; the first delivery passes, the second is dropped."""
+
+    def __init__(self, size: int = HANDED_REMEMBERED) -> None:
+        self._size = size
+        self._seen: dict[str, None] = {}
+        self._lock = threading.Lock()
+
+    def first(self, token: str) -> bool:
+        """Whether this is the first delivery of the hand with claim token ``token``."""
+        with self._lock:
+            if token in self._seen:
+                del self._seen[token]
+                return False
+            self._seen[token] = None
+            if len(self._seen) > self._size:
+                del self._seen[next(iter(self._seen))]
+            return True

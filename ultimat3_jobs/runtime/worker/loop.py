@@ -20,7 +20,7 @@ import uuid
 from functools import partial
 from typing import Any
 
-from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
+from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.policy import rescue_policy
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
@@ -40,6 +40,7 @@ from ultimat3_jobs.runtime.worker.maintenance import Maintenance
 from ultimat3_jobs.runtime.worker.recycle import Recycle
 from ultimat3_jobs.runtime.worker.release import release
 from ultimat3_jobs.runtime.worker.settle import Settler, run_rescued_hook
+from ultimat3_jobs.runtime.worker.wake import WorkerWake
 from ultimat3_jobs.serialization import encode_json
 from ultimat3_jobs.types import ClaimedJob
 
@@ -79,7 +80,6 @@ class Worker:
         self._signal = threading.Event()
         self._accepting = True
         self._force = False
-        self._wake: WakeSubscription | None = None
         self._recycle = Recycle(config)
         self._ahead = ClaimAhead(config.concurrency)
         self._backoff = IdleBackoff.of(config)
@@ -96,6 +96,8 @@ class Worker:
             on_retry=self._retry_written,
         )
         self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
+        hands = None if self._limits.limiter.active else self._take_handed
+        self._wake = WorkerWake(driver, config, self._signal, self._backoff, hands)
         self._settler.handoffs = HandOffs(  # hook: limits — a settle hands its slots on
             driver=driver,
             gate=self._limits.gate,
@@ -143,7 +145,7 @@ class Worker:
 
     @property
     def wake_live(self) -> bool:
-        return self._wake is not None and self._wake.is_live()
+        return self._wake.live
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -203,10 +205,7 @@ class Worker:
                 if recycle is not None:
                     self.request_stop(reason=recycle)
                     break
-                if self._wake is None and self.config.use_wake:  # not for a burst that found none
-                    self._wake = self.driver.wake_subscribe(
-                        on_wake=self._on_wake, worker_id=self.config.worker_id
-                    )
+                self._wake.subscribe()  # not for a burst that found none
                 # Every slot busy: a freed slot signals; idle: the backoff, cut short by a wake.
                 self._signal.wait(wait)
         finally:
@@ -351,17 +350,18 @@ class Worker:
         """The settler wrote a retry due in ``delay`` s: the idle loop looks again by then."""
         self._backoff.due(time.monotonic() + delay)
 
-    def _on_wake(self, queue: str) -> None:
-        if queue in self.config.queues:
-            self._backoff.reset()
-            self._signal.set()
+    def _take_handed(self, job: ClaimedJob) -> None:
+        """A job claimed for this worker by the enqueue that woke it (``wake.py``): held as one
+        its claim took, started now when a slot is free; a stopping worker gives it back."""
+        self._ahead.add(self._track(job))
+        self.claimed.set()
+        self._start_waiting(leases=False)
 
     # -- shutdown -------------------------------------------------------------------------------
 
     def _shutdown(self) -> int:
         self._accepting = False
-        if self._wake is not None:  # no claim follows: a wake for it alone goes elsewhere now
-            self._wake.close()
+        self._wake.close()  # no claim follows: a wake or a hand for it alone goes elsewhere now
         # Attempts claimed ahead never started: they go back at once, not after the grace.
         released = self._release(self._ahead.drain())
         deadline = time.monotonic() + self.config.shutdown_grace

@@ -56,6 +56,14 @@
 --                           for, by that claim's time (a single enqueue wakes one of them)
 --   B:wake           pub/sub channel: the queue of each enqueue due now that woke no idle worker
 --   B:wake:<w>       pub/sub channel of worker <w>: the queue of an enqueue that woke it alone
+--   B:hands          HASH   idle worker -> "<lease seconds> <room>": the lease its last claim
+--                           gave, and how many jobs it may still be handed (that claim found
+--                           that many fewer than it asked for, less the hands since)
+--   B:handed:<w>     HASH   job id -> claim token of the jobs handed to worker <w> since its
+--                           last claim (which answers them again: a lost message); it expires
+--                           with the last one's lease
+--   B:hand:<w>       pub/sub channel of worker <w>: a job a single enqueue claimed for it, as
+--                           a claim row in JSON
 
 local B = KEYS[1]
 local PRIORITY_SPAN = 1e13
@@ -471,17 +479,118 @@ local function wake(queues)
     end
 end
 
+-- A claim token from 32 random hex digits (the i-th 32 of `random`): a version 4 UUID's text.
+local function claim_token(random, i)
+    local h = string.sub(random, i * 32 - 31, i * 32)
+    local variant = string.format('%x', 8 + tonumber(string.sub(h, 17, 17), 16) % 4)
+    return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-4' .. string.sub(h, 14, 16)
+        .. '-' .. variant .. string.sub(h, 18, 20) .. '-' .. string.sub(h, 21, 32)
+end
+
+-- Claim one queued job for `worker_id` under `token` (job_claim, and the hand of a single
+-- enqueue): running, its attempt counted, its lease the job's own seconds or `lease_default`.
+-- Answers the claim's row: id name queue input attempt max_attempts claim_token priority
+-- tenant lease_expires_at created_at traceparent.
+local function claim_one(id, queue, worker_id, lease_default, token, now, batch)
+    local r = redis.call('HMGET', jkey(id), 'name', 'priority', 'run_at', 'key', 'created_at',
+        'lease_seconds', 'attempt', 'input', 'max_attempts', 'tenant', 'traceparent')
+    local seconds = tonumber(r[6]) or lease_default
+    local lease = now + math.floor(seconds * 1000000 + 0.5)
+    local attempt = tonumber(r[7]) + 1
+    local row = {name = r[1], queue = queue, priority = tonumber(r[2]), run_at = tonumber(r[3]),
+        key = r[4] or nil, created_at = tonumber(r[5]), lease_expires_at = lease}
+    move(id, 'queued', 'running', row, now, batch, {'attempt', attempt, 'claim_token', token,
+        'worker_id', worker_id, 'started_at', fmt(now), 'body_pending', 0,
+        'lease_expires_at', fmt(lease)})
+    return {id, r[1], queue, r[8], attempt, tonumber(r[9]), token, tonumber(r[2]), r[10],
+        fmt(lease), r[5], r[11]}
+end
+
+-- Up to `limit` jobs handed to `worker_id` (see hand_to) that it still runs under their
+-- token, as claim rows marked 'handed' (a 13th field), and forgotten (the rest wait for the next
+-- claim): a claim of that worker answers them too, in case the message of a hand was lost
+-- (pub/sub delivers at most once).
+local function handed_take(worker_id, limit)
+    local handed = B .. ':handed:' .. worker_id
+    local notes = redis.call('HGETALL', handed)
+    local rows, seen = {}, {}
+    for i = 1, #notes, 2 do
+        if #rows >= limit then break end
+        local id, token = notes[i], notes[i + 1]
+        seen[#seen + 1] = id
+        local r = redis.call('HMGET', jkey(id), 'state', 'claim_token', 'worker_id', 'name',
+            'queue', 'input', 'attempt', 'max_attempts', 'priority', 'tenant',
+            'lease_expires_at', 'created_at', 'traceparent')
+        if r[1] == 'running' and r[2] == token and r[3] == worker_id then
+            rows[#rows + 1] = {id, r[4], r[5], r[6], tonumber(r[7]), tonumber(r[8]), token,
+                tonumber(r[9]), r[10], r[11], r[12], r[13], 'handed'}
+        end
+    end
+    if #seen > 0 then redis.call('HDEL', handed, unpack(seen)) end
+    return rows
+end
+
+-- Hand the job `hand` (handable) to idle worker `worker`: claimed in its name as its claim
+-- would (lease: the seconds its last claim gave), noted in B:handed:<w> until its next claim,
+-- and sent whole on its channel B:hand:<w>. Only to a worker listening there now, and no more
+-- jobs between two of its claims than the last one found fewer than it asked for (its room,
+-- B:hands); answers whether it was handed.
+local function hand_to(worker, queue, hand)
+    local channel = B .. ':hand:' .. worker
+    local hands = B .. ':hands'
+    local entry = redis.call('HGET', hands, worker)
+    if not entry then return false end
+    if redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then
+        redis.call('HDEL', hands, worker)  -- not listening (gone): its next claim lists it again
+        return false
+    end
+    local lease, room = string.match(entry, '^(%S+) (%d+)$')
+    if tonumber(room) > 1 then
+        redis.call('HSET', hands, worker, lease .. ' ' .. (tonumber(room) - 1))
+    else
+        redis.call('HDEL', hands, worker)
+    end
+    local batch = new_batch()
+    local row = claim_one(hand.id, queue, worker, tonumber(lease), hand.token, hand.now, batch)
+    flush(batch)
+    local handed = B .. ':handed:' .. worker
+    redis.call('HSET', handed, hand.id, hand.token)
+    -- past the lease, the rescue owns the job: the note goes then at the latest
+    redis.call('PEXPIREAT', handed, fmt(math.floor(tonumber(row[10]) / 1000) + 1000))
+    redis.call('PUBLISH', channel, cjson.encode(row))
+    return true
+end
+
+-- Whether a single enqueue's job `hand` (id, random: 32 hex digits for its claim token, now)
+-- may be handed: it heads its queue's ready set (due now, its name not paused, nothing before
+-- it in claim order) on a queue not paused. Sets hand.token when it may.
+local function handable(hand, queue)
+    if hand.token == nil then
+        if hand.random == nil or hand.random == '' or is_paused('queue', queue) then
+            hand.token = false
+        else
+            promote(queue, hand.now)
+            local head = redis.call('ZRANGE', B .. ':ready:' .. queue, 0, 0)[1]
+            hand.token = head == hand.id and claim_token(hand.random, 1)
+        end
+    end
+    return hand.token ~= false
+end
+
 -- Wake one worker for one job due now on `queue`: the one idle there most recently, on its own
 -- channel, so the others sleep on (every subscriber woken for one job makes all but one claim
--- nothing). A listed worker that no longer listens (PUBLISH reached nobody: it stopped, or its
--- wake reconnects) is dropped and the next tried; with none left, every subscriber is woken.
+-- nothing). With a `hand` ({id, random, now} of a single enqueue) the job, when handable, is
+-- claimed for it and handed over whole, so it needs no claim of its own (hand_to). A listed worker that no longer listens (PUBLISH
+-- reached nobody: it stopped, or its wake reconnects) is dropped and the next tried; with none
+-- left, every subscriber is woken.
 local WAKE_ONE_TRIES = 8
 
-local function wake_one(queue)
+local function wake_one(queue, hand)
     local idle = B .. ':idle:' .. queue
     for _ = 1, WAKE_ONE_TRIES do
         local top = redis.call('ZPOPMAX', idle)
         if top[1] == nil then break end
+        if hand and handable(hand, queue) and hand_to(top[1], queue, hand) then return end
         if redis.call('PUBLISH', B .. ':wake:' .. top[1], queue) > 0 then return end
     end
     redis.call('PUBLISH', B .. ':wake', queue)

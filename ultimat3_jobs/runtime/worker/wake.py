@@ -1,0 +1,67 @@
+"""The worker's wake: its subscription, and what a wake or a hand does to the claim loop.
+
+A wake for one of the worker's queues ends the loop's idle wait at once. A hand (Redis: an
+enqueue that claimed its job for this idle worker, ``drivers/redis/wake.py``) is a job the
+worker holds as one its own claim took: ``take`` starts it, and the loop's next pass claims
+(and lists the worker idle again when that claim finds nothing). A worker with a per-process
+limiter takes no hands: its limiter plans every claim.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
+from ultimat3_jobs.runtime.common.backoff import IdleBackoff
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
+from ultimat3_jobs.types import ClaimedJob
+
+
+class WorkerWake:
+    """Subscribes once (:meth:`subscribe`), wakes the loop through ``signal``."""
+
+    def __init__(
+        self,
+        driver: JobDriver,
+        config: WorkerConfig,
+        signal: threading.Event,
+        backoff: IdleBackoff,
+        take: Callable[[ClaimedJob], None] | None,
+    ) -> None:
+        self._driver = driver
+        self._config = config
+        self._signal = signal
+        self._backoff = backoff
+        self._take = take
+        self._subscription: WakeSubscription | None = None
+
+    @property
+    def live(self) -> bool:
+        return self._subscription is not None and self._subscription.is_live()
+
+    def subscribe(self) -> None:
+        """Subscribe, unless subscribed already or the config turns the wake off."""
+        if self._subscription is not None or not self._config.use_wake:
+            return
+        self._subscription = self._driver.wake_subscribe(
+            on_wake=self._on_wake,
+            worker_id=self._config.worker_id,
+            on_hand=None if self._take is None else self._on_hand,
+        )
+
+    def close(self) -> None:
+        """Stop the wakes and hands; none is delivered once this returns."""
+        if self._subscription is not None:
+            self._subscription.close()
+
+    def _on_wake(self, queue: str) -> None:
+        if queue in self._config.queues:
+            self._backoff.reset()
+            self._signal.set()
+
+    def _on_hand(self, job: ClaimedJob) -> None:
+        assert self._take is not None
+        self._take(job)
+        self._backoff.reset()
+        self._signal.set()
