@@ -353,7 +353,7 @@ class Worker:
     def _take_handed(self, job: ClaimedJob) -> None:
         """A job claimed for this worker by the enqueue that woke it (``wake.py``): held as one
         its claim took, started now when a slot is free; a stopping worker gives it back."""
-        self._ahead.add(self._track(job))
+        self._ahead.add(self._track(job, since=time.monotonic()))  # leased just before
         self.claimed.set()
         self._start_waiting(leases=False)
 
