@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import os
 import signal
@@ -23,6 +25,16 @@ logger = logging.getLogger("ultimat3_jobs.worker")
 RESTART_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 5.0)
 
 
+def skip_exit_collection() -> None:
+    """At interpreter exit, leave the heap out of the last garbage collections: a process that
+    loaded Django and its apps spent about 0.12 s of its exit walking objects the operating
+    system frees anyway (measured: SIGTERM to exit 150 ms before, 25 ms after). Reference
+    counting still frees what it frees; only cycles alive at exit are not collected, whose
+    finalizers Python never promises to run. Registered once, however often it is called."""
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+
+
 class Runner(Protocol):
     """A loop that runs beside the worker in one process (the relay, the scheduler)."""
 
@@ -40,6 +52,7 @@ def run_worker(
     """Run one worker until it stops; SIGTERM/SIGINT drain it, a second one stops it now.
     With ``relay`` and/or ``scheduler``, those loops run beside it in this process (on their
     own threads) and stop with it."""
+    skip_exit_collection()
     worker = Worker(get_driver(), config)
     beside: list[Runner] = []
     if relay is not None:
@@ -83,6 +96,7 @@ def run_worker(
 
 def run_alone(runner: Runner) -> int:
     """Run the relay or the scheduler in this process until SIGTERM/SIGINT."""
+    skip_exit_collection()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.request_stop(reason=f"{signal.Signals(signum).name} received")
@@ -109,6 +123,7 @@ def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: boo
     """Run ``processes`` child workers (``argv`` each, plus its own ``--worker-id``), pass on
     SIGTERM/SIGINT, and restart a child that exits unless stopping (or, with ``burst``, once
     it finished cleanly)."""
+    skip_exit_collection()
     stopping = threading.Event()
     exited = threading.Event()  # a child exited (or a stop came): look at once, not at the poll
     children: dict[int, subprocess.Popen[bytes]] = {}
