@@ -1,6 +1,7 @@
 """What the long-running commands do before their loop starts and after it ends: the project's
 own system checks alone (a bad ``ULTIMAT3_JOBS`` still refuses the start; a failing check of
-another app does not), and a process exit that skips the last garbage collections."""
+another app does not), the worker's garbage collector tuned before its first claim, and a
+process exit that skips the last garbage collections."""
 
 from __future__ import annotations
 
@@ -102,9 +103,37 @@ print("ran", run_alone(Done()), run_alone(Done()))
 
 
 def test_a_loop_process_skips_the_last_garbage_collections_at_exit() -> None:
+    done = _run(EXIT_PROBE)
+    assert done.stdout.split() == ["ran", "0", "0", "frozen"]
+
+
+WORKER_PROBE = """
+import gc
+import django
+django.setup()
+from django.test import override_settings
+from ultimat3_jobs.runtime.process import YOUNG_COLLECTION_THRESHOLD, run_worker, tune_collector
+from ultimat3_jobs.runtime.worker.config import WorkerConfig
+
+gc.set_threshold(700, 10, 10)
+with override_settings(ULTIMAT3_JOBS={"DRIVER": "memory", "DEFAULT_TENANT": "none"}):
+    code = run_worker(WorkerConfig.from_settings(burst=True))
+print(code, gc.get_freeze_count() > 0, gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 10, 10))
+gc.set_threshold(0)
+tune_collector()
+print(gc.get_threshold()[0])
+"""
+
+
+def test_the_worker_freezes_its_start_up_heap_and_collects_the_young_less_often() -> None:
+    done = _run(WORKER_PROBE)
+    assert done.stdout.split() == ["0", "True", "True", "0"]
+
+
+def _run(script: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-c", EXIT_PROBE],
+        [sys.executable, "-c", script],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -112,4 +141,4 @@ def test_a_loop_process_skips_the_last_garbage_collections_at_exit() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["ran", "0", "0", "frozen"]
+    return done
