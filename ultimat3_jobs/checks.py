@@ -1,7 +1,12 @@
 """System checks: each problem of ``ULTIMAT3_JOBS`` as ``ultimat3_jobs.E0xx``, with the same
 message the settings loader raises, the databases the settings name (E050 to W053), and the
 cache the Redis driver takes its client from (E054), the tenancy hooks (E063 to E065), and the
-declared limits the driver can enforce (E080)."""
+declared limits the driver can enforce (E080).
+
+The checks that read no database are tagged ``CHECK_TAG`` too: the long-running commands
+(``jobs_worker``, ``jobs_relay``, ``jobs_scheduler``) run those alone at start-up rather than
+every app's checks, which ``manage.py check`` runs as before. The database check stays out of
+the tag: a command given tags runs database checks on every alias."""
 
 from __future__ import annotations
 
@@ -35,9 +40,11 @@ HINT = "See docs/reference/settings.md."
 TRACEPARENT_CHECK_ID = "ultimat3_jobs.E060"
 LIMITS_CHECK_ID = "ultimat3_jobs.E080"
 TENANT_MIDDLEWARE = "ultimat3_jobs.tenancy.TenantMiddleware"
+CHECK_TAG = "ultimat3_jobs"
+"""The tag of the checks that read no database (``manage.py check --tag ultimat3_jobs``)."""
 
 
-@checks.register(checks.Tags.compatibility)
+@checks.register(checks.Tags.compatibility, CHECK_TAG)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     problems = validate(raw_setting())
     if not problems:
@@ -52,7 +59,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     return [checks.Error(message, id=check_id, hint=HINT) for check_id, message in problems]
 
 
-@checks.register(checks.Tags.compatibility)
+@checks.register(checks.Tags.compatibility, CHECK_TAG)
 def check_limits_enforceable(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Every declared ``concurrency`` and ``rate`` can be enforced: the driver keeps leases."""
     if validate(raw_setting()) or check_driver_importable(get_settings()):

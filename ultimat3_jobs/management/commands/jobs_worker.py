@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ultimat3_jobs.checks import CHECK_TAG
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 from ultimat3_jobs.runtime.process import child_argv, run_worker, supervise
 from ultimat3_jobs.runtime.relay import RelayConfig
@@ -34,6 +35,10 @@ def _positive_int(text: str) -> int:
 
 class Command(BaseCommand):
     help = "Run jobs: claim, execute and settle them until stopped (SIGTERM drains)."
+    # The project's own checks (settings, driver, enforceable limits) refuse a start; every
+    # app's checks (models, URLs, admin, templates) are `manage.py check`'s, and cost each
+    # worker process about 20 ms of its start-up.
+    requires_system_checks = (CHECK_TAG,)
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -145,6 +150,7 @@ class LoopCommand(BaseCommand):
     :func:`loop_command`)."""
 
     role = ""
+    requires_system_checks = (CHECK_TAG,)  # as the worker's
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
