@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 
+from tests.limits.support import most_at_once
+from tests.settings_process import PROCESS_TIMINGS
 from tests.testapp.models import Effect
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-from ultimat3_jobs.models import Job, JobCounter
+from ultimat3_jobs.models import Job, JobCounter, JobLease
 from ultimat3_jobs.types import EnqueueRequest, new_job_id
+
+if TYPE_CHECKING:
+    from tests.process.conftest import Workers
+
+LEASE = float(PROCESS_TIMINGS["VISIBILITY_TIMEOUT_SECONDS"])
+RESCUE = float(PROCESS_TIMINGS["RESCUE_INTERVAL_SECONDS"])
+FREE_SLACK = 10.0
+"""Beyond lease + rescue interval, how long a dead run's slot may stay held on a loaded machine."""
 
 
 def enqueue(
@@ -47,6 +58,29 @@ def db_now() -> datetime:
         cursor.execute("select clock_timestamp()")
         now: datetime = cursor.fetchone()[0]
     return now
+
+
+def slot_freed_then_one_at_a_time(
+    workers: Workers, slot: QuerySet[JobLease], ids: Sequence[uuid.UUID], killed_at: datetime
+) -> None:
+    """After a worker holding a slot of a key capped at 1 was killed at ``killed_at``
+    (database time): the slot's rows (``slot``) are gone within lease + rescue interval, every
+    job of ``ids`` completes on the workers left, no two of them ran at once by their rows'
+    stamps, and no lease row is left."""
+    deadline = time.monotonic() + LEASE + RESCUE + FREE_SLACK
+    while slot.exists():
+        assert time.monotonic() < deadline, "the dead worker's slot stayed held"
+        time.sleep(0.05)
+    assert (db_now() - killed_at).total_seconds() <= LEASE + RESCUE + FREE_SLACK
+    deadline = time.monotonic() + 120
+    while not settled(ids):
+        workers.check_started()
+        assert time.monotonic() < deadline, workers.report()
+        time.sleep(0.05)
+    assert set(Job.objects.filter(id__in=ids).values_list("state", flat=True)) == {"completed"}
+    spans = list(Job.objects.filter(id__in=ids).values_list("started_at", "finished_at"))
+    assert most_at_once(spans) == 1
+    assert JobLease.objects.count() == 0
 
 
 def states(ids: Sequence[uuid.UUID]) -> Counter[str]:

@@ -17,17 +17,11 @@ import uuid
 import pytest
 from django.db import connection, transaction
 
-from tests.limits.support import most_at_once
-from tests.process.audit import db_now, enqueue, settled
+from tests.process.audit import db_now, enqueue, slot_freed_then_one_at_a_time
 from tests.process.conftest import Workers
-from tests.settings_process import PROCESS_TIMINGS
 from ultimat3_jobs.models import Job, JobLease
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
-
-LEASE = float(PROCESS_TIMINGS["VISIBILITY_TIMEOUT_SECONDS"])
-RESCUE = float(PROCESS_TIMINGS["RESCUE_INTERVAL_SECONDS"])
-FREE_SLACK = 10.0
 
 
 def test_a_handed_runs_worker_killed_frees_its_slot_and_every_job_completes(
@@ -53,20 +47,8 @@ def test_a_handed_runs_worker_killed_frees_its_slot_and_every_job_completes(
     killed_at = db_now()
 
     workers.start("handoff-1", concurrency=3)
-    deadline = time.monotonic() + LEASE + RESCUE + FREE_SLACK
-    while JobLease.objects.filter(job_id=held[0][0], claim_token=held[0][1]).exists():
-        assert time.monotonic() < deadline, "the dead run's slot stayed held"
-        time.sleep(0.05)
-    assert (db_now() - killed_at).total_seconds() <= LEASE + RESCUE + FREE_SLACK
-    deadline = time.monotonic() + 120
-    while not settled(ids):
-        workers.check_started()
-        assert time.monotonic() < deadline, workers.report()
-        time.sleep(0.05)
-    assert set(Job.objects.filter(id__in=ids).values_list("state", flat=True)) == {"completed"}
-    spans = list(Job.objects.filter(id__in=ids).values_list("started_at", "finished_at"))
-    assert most_at_once(spans) == 1
-    assert JobLease.objects.count() == 0
+    slot = JobLease.objects.filter(job_id=held[0][0], claim_token=held[0][1])
+    slot_freed_then_one_at_a_time(workers, slot, ids, killed_at)
 
 
 def _holder_and_running(

@@ -18,17 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.limits.support import most_at_once
-from tests.process.audit import db_now, enqueue, settled
+from tests.process.audit import db_now, enqueue, slot_freed_then_one_at_a_time
 from tests.process.conftest import Workers
-from tests.settings_process import PROCESS_TIMINGS
 from ultimat3_jobs.models import Job, JobLease
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
-
-LEASE = float(PROCESS_TIMINGS["VISIBILITY_TIMEOUT_SECONDS"])
-RESCUE = float(PROCESS_TIMINGS["RESCUE_INTERVAL_SECONDS"])
-FREE_SLACK = 10.0
 
 
 def test_a_worker_killed_while_a_run_rides_a_lent_slot_frees_it_and_no_bodies_overlap(
@@ -60,20 +54,8 @@ def test_a_worker_killed_while_a_run_rides_a_lent_slot_frees_it_and_no_bodies_ov
     killed_at, killed_clock = db_now(), time.time()
 
     workers.start("lend-1", concurrency=3)
-    deadline = time.monotonic() + LEASE + RESCUE + FREE_SLACK
-    while JobLease.objects.filter(job_id=held[0], kind="concurrency").exists():
-        assert time.monotonic() < deadline, "the dead worker's slot stayed held"
-        time.sleep(0.05)
-    assert (db_now() - killed_at).total_seconds() <= LEASE + RESCUE + FREE_SLACK
-    deadline = time.monotonic() + 120
-    while not settled(ids):
-        workers.check_started()
-        assert time.monotonic() < deadline, workers.report()
-        time.sleep(0.05)
-    assert set(Job.objects.filter(id__in=ids).values_list("state", flat=True)) == {"completed"}
-    spans = list(Job.objects.filter(id__in=ids).values_list("started_at", "finished_at"))
-    assert most_at_once(spans) == 1
-    assert JobLease.objects.count() == 0
+    slot = JobLease.objects.filter(job_id=held[0], kind="concurrency")
+    slot_freed_then_one_at_a_time(workers, slot, ids, killed_at)
     bodies = _bodies(tmp_path, killed_clock)
     assert len(bodies) >= 7  # six runs, one of them begun again after the kill at least
     for (_, end), (start, _) in pairwise(bodies):
