@@ -155,9 +155,7 @@ class HandOffs:
             return False
         taken = self._ahead.take_first(slot.key, key_of=_key_of)
         if taken is not None:
-            if self._holdings.lend(slot, pair, (taken.job.id, taken.job.claim_token)):
-                taken.riding = True
-                self._granted(taken, None)
+            if self._ride(slot, pair, taken):
                 self._start(taken)
                 return True
             self._ahead.put_back([taken])
@@ -171,7 +169,12 @@ class HandOffs:
         slot = None if asked is None else self._holdings.idle(asked.key)
         if slot is None or not self._fresh(slot):
             return False
-        if not self._holdings.lend(slot, slot.user, (attempt.job.id, attempt.job.claim_token)):
+        return self._ride(slot, slot.user, attempt)
+
+    def _ride(self, slot: Slot, pair: Pair, attempt: Attempt) -> bool:
+        """``attempt`` uses the slot the run ``pair`` ended on, granted; False when the slot
+        is no longer ``pair``'s to lend."""
+        if not self._holdings.lend(slot, pair, (attempt.job.id, attempt.job.claim_token)):
             return False
         attempt.riding = True
         self._granted(attempt, None)
