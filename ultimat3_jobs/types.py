@@ -395,3 +395,6 @@ class SettleItem:
     relayed: bool = False
     """The run rode a slot lent by a run of the same worker whose row no settle passed to it
     (``runtime/worker/handoff.py``): the store stamps it started at the settle's moment."""
+    lent_by: uuid.UUID | None = None
+    """Of a relayed run whose slot's row no settle showed held yet: the job that row names.
+    It lands only while that row is there (an operator's release or cancel deletes it)."""

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from tests.drivers.support import MemoryStore, PostgresStore, RedisControls
+from tests.drivers.support import store_controls
 from ultimat3_jobs.drivers.base import JobDriver
 
 NO_REDIS = "REDIS_URL is not set: the Redis leg needs a Redis server"
@@ -64,8 +64,4 @@ def driver(request: pytest.FixtureRequest) -> Iterator[JobDriver]:
 
 @pytest.fixture
 def store(driver: JobDriver) -> Any:
-    if driver.name == "postgres":
-        return PostgresStore()
-    if driver.name == "redis":
-        return RedisControls(driver)
-    return MemoryStore(driver)
+    return store_controls(driver)

@@ -185,6 +185,29 @@ FENCED_WRITES: dict[str, FencedWrite] = {
 }
 
 
+FIRST_IN_LINE = datetime(2000, 1, 1, tzinfo=UTC)
+"""A ``run_at`` before any other due job's: the job :func:`claim_first` claims has it while
+the claim runs."""
+
+
+def claim_first(driver: JobDriver, job_id: uuid.UUID) -> ClaimedJob:
+    """Claim exactly the queued, due job ``job_id``. Two due jobs of one queue may tie in claim
+    order (one priority, one ``run_at``: two enqueues in one PostgreSQL transaction share
+    ``now()``), and the claim then takes either; so the job is put first in line for the claim,
+    its ``run_at`` moved back after it. A job of a higher priority in its queue still comes
+    first: that is refused, loudly."""
+    record = get(driver, job_id)
+    assert record.state == "queued", f"job {job_id} is {record.state}, not queued"
+    controls = store_controls(driver)
+    controls.set_run_at(job_id, FIRST_IN_LINE)
+    try:
+        job = claim_one(driver, (record.queue,))
+    finally:
+        controls.set_run_at(job_id, record.run_at)
+    assert job.id == job_id, f"the claim took {job.id}, not {job_id} (a higher priority?)"
+    return job
+
+
 def put_in_state(driver: JobDriver, job_id: uuid.UUID, state: str) -> ClaimedJob | None:
     """Move a freshly enqueued, due job to ``state``; answer the claim when one was made."""
     if state == "queued":
@@ -192,8 +215,7 @@ def put_in_state(driver: JobDriver, job_id: uuid.UUID, state: str) -> ClaimedJob
     if state == "cancelled":
         assert driver.job_cancel(job_id=job_id) is True
         return None
-    job = claim_one(driver, (get(driver, job_id).queue,))
-    assert job.id == job_id
+    job = claim_first(driver, job_id)
     if state == "completed":
         assert ack(driver, job.id, job.claim_token)
     elif state == "failed":
@@ -240,8 +262,11 @@ class PostgresStore:
 
         assert Job.objects.filter(id=job_id).update(**fields) == 1
 
+    def set_run_at(self, job_id: uuid.UUID, at: datetime) -> None:
+        self._update(job_id, run_at=at)
+
     def make_due(self, job_id: uuid.UUID) -> None:
-        self._update(job_id, run_at=utcnow() - HOUR)
+        self.set_run_at(job_id, utcnow() - HOUR)
 
     def make_future(self, job_id: uuid.UUID, seconds: float) -> None:
         self._update(job_id, run_at=utcnow() + timedelta(seconds=seconds))
@@ -288,8 +313,11 @@ class MemoryStore:
     def __init__(self, driver: Any) -> None:
         self.driver = driver
 
+    def set_run_at(self, job_id: uuid.UUID, at: datetime) -> None:
+        self.driver._set_run_at(job_id, at)
+
     def make_due(self, job_id: uuid.UUID) -> None:
-        self.driver._set_run_at(job_id, utcnow() - HOUR)
+        self.set_run_at(job_id, utcnow() - HOUR)
 
     def make_future(self, job_id: uuid.UUID, seconds: float) -> None:
         self.driver._set_run_at(job_id, utcnow() + timedelta(seconds=seconds))
@@ -326,8 +354,11 @@ class RedisControls:
         self.client = driver.redis()
         self.base = driver.prefix
 
+    def set_run_at(self, job_id: uuid.UUID, at: datetime) -> None:
+        self.driver._set_times(job_id, run_at=at)
+
     def make_due(self, job_id: uuid.UUID) -> None:
-        self.driver._set_times(job_id, run_at=utcnow() - HOUR)
+        self.set_run_at(job_id, utcnow() - HOUR)
 
     def make_future(self, job_id: uuid.UUID, seconds: float) -> None:
         self.driver._set_times(job_id, run_at=utcnow() + timedelta(seconds=seconds))
@@ -400,3 +431,13 @@ def counters(**moved: int) -> dict[str, int]:
     """A full counter dict: zero everywhere but ``moved``."""
     assert set(moved) <= set(COUNTER_KEYS)
     return {key: moved.get(key, 0) for key in COUNTER_KEYS}
+
+
+def store_controls(driver: JobDriver) -> PostgresStore | MemoryStore | RedisControls:
+    """The store controls of ``driver`` (one of the parity suite's three)."""
+    if driver.name == "postgres":
+        return PostgresStore()
+    if driver.name == "redis":
+        return RedisControls(driver)
+    assert driver.name == "memory", f"no store controls for the {driver.name} driver"
+    return MemoryStore(driver)

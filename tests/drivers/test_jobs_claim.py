@@ -182,3 +182,17 @@ def test_job_claim_walks_priority_levels_past_future_and_paused_rows(driver):
     assert claim_ids(driver, ["default", "beta"], limit=3) == [e, c, a]
     assert claim_ids(driver, ["beta", "default"], limit=2) == [b, f]
     assert claim_ids(driver, ["default", "beta"], limit=5) == [d]
+
+
+@pytest.mark.parametrize("state", ["running", "completed", "failed"])
+def test_put_in_state_claims_the_job_it_means_past_a_tied_one(driver, state):
+    """Two due jobs of one queue tied in claim order (one priority, one ``run_at``, as two
+    enqueues in one PostgreSQL transaction are): the helper still claims the one it is given,
+    and leaves the other queued with its ``run_at`` as it was."""
+    at = utcnow() - HOUR
+    other, meant = enqueue(driver, run_at=at), enqueue(driver, run_at=at)
+    job = put_in_state(driver, meant, state)
+    assert job is not None and job.id == meant
+    assert state_of(driver, meant) == state
+    assert state_of(driver, other) == "queued"
+    assert get(driver, meant).run_at == at and get(driver, other).run_at == at

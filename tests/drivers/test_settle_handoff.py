@@ -100,7 +100,8 @@ def test_a_fenced_next_run_takes_nothing_and_the_slot_is_freed(driver):
     answer = driver.job_settle_handoff(
         items=[acked(done)], runs=[next_run(waiting, token=uuid.uuid4())]
     )
-    assert answer == type(answer)(landed={done.id}, granted=set())
+    assert (answer.landed, answer.granted) == ({done.id}, set())
+    assert answer.held == ({done.id} if driver.hands_off_slots else set())
     assert holders(driver) == []
 
 
@@ -177,3 +178,35 @@ def test_a_relayed_run_is_stamped_started_at_its_settle(driver, action):
     assert row.started_at is not None and row.started_at == row.finished_at
     assert kept.started_at is not None and kept.finished_at is not None
     assert (kept.finished_at - kept.started_at).total_seconds() >= 3600
+
+
+def test_the_answer_names_the_settled_runs_whose_rows_were_there(driver):
+    if not driver.hands_off_slots:
+        pytest.skip("only a driver that hands slots on answers which rows it found")
+    kept, released, free = holding(driver, 3), holding(driver, 3), running(driver)
+    assert driver.lease_release(key=KEY) == 2 and lease_rows(driver) == []
+    assert driver.lease_acquire(
+        job_id=kept.id, claim_token=kept.claim_token, requests=[LeaseRequest(key=KEY, limit=3)]
+    ).granted
+    answer = driver.job_settle_handoff(items=[acked(x) for x in (kept, released, free)], runs=[])
+    assert answer.landed == {kept.id, released.id, free.id}
+    assert (answer.granted, answer.held) == (set(), {kept.id})
+    assert holders(driver) == []
+
+
+@pytest.mark.parametrize("action", ["complete", "fail"])
+@pytest.mark.parametrize("handoff", [True, False], ids=["handoff", "many"])
+def test_a_lent_run_ends_only_while_the_row_it_rode_is_there(driver, action, handoff):
+    if not driver.hands_off_slots:
+        pytest.skip("only a driver that hands slots on relays a run")
+    owner, rider = holding(driver), running(driver)
+    item = replace(acked(rider), action=action, relayed=True, lent_by=owner.id)
+    write = driver.job_settle_handoff if handoff else driver.job_settle_many
+    assert driver.lease_release(key=KEY) == 1  # an operator freed the key: the row went
+    answer = write(items=[item], runs=[]) if handoff else write(items=[item])
+    assert (answer.landed if handoff else answer) == set()
+    assert get(driver, rider.id).state == JobState.RUNNING  # left to the rescuer
+    again = holding(driver)  # a row naming ``again``: the rider's fence names ``owner``
+    assert driver.job_settle_many(items=[item]) == set()
+    assert driver.job_settle_many(items=[replace(item, lent_by=again.id)]) == {rider.id}
+    assert get(driver, rider.id).state == ("completed" if action == "complete" else "failed")

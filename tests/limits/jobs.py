@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from ultimat3_jobs import Concurrency, Rate, job
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.model.context import current_tenant
+from ultimat3_jobs.model.limits import concurrency_key
 from ultimat3_jobs.models import Job
 
 SETTLED: list[tuple[str, str]] = []
@@ -93,14 +96,26 @@ SEEN: dict[str, str] = {}
 """Per watched job id: its state in the store as a ``watcher`` body watching it started."""
 
 
-@job(
-    name="tests.limits.watcher",
-    tenant="none",
-    concurrency=Concurrency(key=lambda input: input["key"], limit=1),
-)
-def watcher(ctx: Any, *, key: str, watch: str | None = None, sleep: float = 0.02) -> None:
+WATCHER_CAP = Concurrency(key=lambda input: input["key"], limit=1)
+
+
+@job(name="tests.limits.watcher", tenant="none", concurrency=WATCHER_CAP)
+def watcher(
+    ctx: Any,
+    *,
+    key: str,
+    watch: str | None = None,
+    sleep: float = 0.02,
+    operator: str | None = None,
+) -> None:
+    """Records the state of the job ``watch`` as the body starts; then, as an operator
+    would, ``"release"``s its own key (``jobs leases release``) or ``"cancel"``s ``watch``."""
     if watch is not None:
-        SEEN[watch] = Job.objects.filter(id=watch).values_list("state", flat=True).get()
+        SEEN.setdefault(watch, Job.objects.filter(id=watch).values_list("state", flat=True).get())
+    if operator == "release":
+        PostgresDriver().lease_release(key=concurrency_key(watcher.name, WATCHER_CAP, {"key": key}))
+    elif operator == "cancel" and watch is not None:
+        PostgresDriver().job_cancel(job_id=uuid.UUID(watch))
     time.sleep(sleep)
 
 

@@ -52,6 +52,29 @@ def test_a_slot_whose_lease_was_not_renewed_lately_is_not_lent(make_worker):
     assert concurrency_rows() == 0
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("operator", ["release", "cancel"])
+def test_a_run_on_a_lent_slot_whose_row_went_does_not_end_as_if_it_held_it(make_worker, operator):
+    # The first run's settle waits in a long flush window; the second rides its slot, and
+    # its body frees the row before that settle lands, as an operator's `jobs leases release`
+    # of the key or cancel of the first job would. The second body ends in the same window:
+    # its ending, written with the first's, must not land as a run that held its slot (another
+    # worker could have taken the row meanwhile). It is left to the rescuer, and its next
+    # attempt runs on a slot of its own.
+    make_worker(concurrency=4, ack_flush=1.0)
+    warm = jobs.watcher.enqueue(key="warm").id
+    wait_for(lambda: finished([warm]), timeout=30, what="a first body")
+    first = jobs.watcher.enqueue(key="w").id
+    second = jobs.watcher.enqueue(key="w", watch=str(first), operator=operator).id
+    wait_for(lambda: finished([first, second]), timeout=30, what="both runs settled")
+    assert jobs.SEEN[str(first)] == "running"  # it rode the first's slot, before its settle
+    row = Job.objects.get(id=second)
+    assert row.state == "completed"
+    assert row.attempt == 2, "the run on the lent slot whose row went ended as if it held it"
+    assert [entry["error_class"] for entry in row.errors] == ["ultimat3_jobs.LeaseExpired"]
+    assert concurrency_rows() == 0
+
+
 def _pair() -> tuple[uuid.UUID, uuid.UUID]:
     return (uuid.uuid4(), uuid.uuid4())
 

@@ -38,6 +38,19 @@ def enqueue(
     max_attempts: int = 3,
 ) -> list[uuid.UUID]:
     """Write one job per input under ``name`` (no declaration needed in this process)."""
+    return enqueue_named(
+        [(name, value) for value in inputs], queue=queue, max_attempts=max_attempts
+    )
+
+
+def enqueue_named(
+    jobs: Iterable[tuple[str, dict[str, Any]]],
+    *,
+    queue: str = "default",
+    max_attempts: int = 3,
+) -> list[uuid.UUID]:
+    """Write one job per ``(name, input)``, in the order given, in one batch (the order of
+    their ``run_at``, the claim's order)."""
     requests = [
         EnqueueRequest(
             id=new_job_id(),
@@ -46,7 +59,7 @@ def enqueue(
             input_json=json.dumps(value),
             max_attempts=max_attempts,
         )
-        for value in inputs
+        for name, value in jobs
     ]
     PostgresDriver().job_enqueue_many(requests=requests)
     return [request.id for request in requests]

@@ -32,7 +32,7 @@ from datetime import datetime
 import pytest
 
 from tests.limits.support import most_at_once
-from tests.process.audit import db_now, enqueue, settled
+from tests.process.audit import db_now, enqueue_named, settled
 from tests.process.conftest import WorkerProcess, Workers
 from tests.settings_process import PROCESS_TIMINGS
 from ultimat3_jobs.models import Job, JobLease
@@ -63,16 +63,22 @@ class DeadHolder:
 
 
 def plan(total: int, rng: random.Random) -> dict[tuple[str, int], list[uuid.UUID]]:
-    """Enqueue ``total`` jobs over the 20 keys; answers their ids per (key, limit)."""
-    inputs: dict[tuple[str, int], list[dict[str, object]]] = defaultdict(list)
+    """Enqueue ``total`` jobs, each of a key drawn at random from the 20, in the order drawn;
+    answers their ids per (key, limit).
+
+    The order matters to the drain's pace, not to what the test proves: the claim takes the
+    oldest due jobs whatever their key, so jobs enqueued key after key put one key's hundred
+    jobs at the head of the queue, where every worker's claim meets that key busy and the
+    fleet runs about one run at a time."""
+    drawn: list[tuple[str, int]] = []
     for _ in range(total):
         index = rng.randrange(KEYS)
-        limit = 1 if index < KEYS // 2 else 3
-        inputs[(f"k{index}", limit)].append({"key": f"k{index}", "sleep": rng.uniform(0.1, 0.5)})
-    return {
-        (key, limit): enqueue(LIMITED[limit], values, max_attempts=30)
-        for (key, limit), values in inputs.items()
-    }
+        drawn.append((f"k{index}", 1 if index < KEYS // 2 else 3))
+    jobs = [(LIMITED[limit], {"key": key, "sleep": rng.uniform(0.1, 0.5)}) for key, limit in drawn]
+    ids: dict[tuple[str, int], list[uuid.UUID]] = defaultdict(list)
+    for group, job_id in zip(drawn, enqueue_named(jobs, max_attempts=30), strict=True):
+        ids[group].append(job_id)
+    return ids
 
 
 def holders_of(worker_id: str) -> set[tuple[uuid.UUID, uuid.UUID]]:

@@ -32,7 +32,9 @@ Rules every driver keeps:
   none (``hands_off_slots = False``): the runs take their slots through ``lease_acquire_many``.
   A worker whose driver hands off lends a finished run's slot to its next run before the settle
   (``runtime/worker/handoff.py``); a settled item marked ``relayed`` (a run that used a lent
-  slot that no row ever named) is stamped started at the settle's moment.
+  slot that no row ever named) is stamped started at the settle's moment, and one with
+  ``lent_by`` lands only while the row of that job is there (the answer's ``held`` names the
+  settled runs whose rows were found, so a later ending of a run that rode one needs no check).
 * **Abandon, never release, a run that never started**: ``lease_abandon`` frees the attempt's
   concurrency slots; its rate stamps stay spent.
 
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Literal
 
@@ -89,11 +91,14 @@ class LeaseGrant:
 
 @dataclass(frozen=True, slots=True)
 class HandOff:
-    """What ``job_settle_handoff`` did: the settled ids that ``landed``, and the next runs
-    ``granted`` a slot that a settled run let go."""
+    """What ``job_settle_handoff`` did: the settled ids that ``landed``, the next runs
+    ``granted`` a slot that a settled run let go, and the settled runs whose concurrency rows
+    were ``held`` (found, then passed on or freed): a run whose slot was lent learns whether
+    its row was still there (an operator's release or cancel may have deleted it)."""
 
     landed: set[uuid.UUID]
     granted: set[uuid.UUID]
+    held: set[uuid.UUID] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

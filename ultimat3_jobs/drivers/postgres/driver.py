@@ -290,10 +290,11 @@ class PostgresDriver(
         self, *, items: Sequence[SettleItem], runs: Sequence[LeaseRun]
     ) -> HandOff:
         """One statement: ``job_settle_handoff`` when every ending is an ack (the worker's
-        common case), else ``job_settle_many_handoff``; runs that ask more than one
-        concurrency slot are granted none."""
-        if not items or not runs:
-            return HandOff(landed=self.job_settle_many(items=items), granted=set())
+        common case), else ``job_settle_many_handoff``, with no runs too (it answers which
+        settled runs' rows were found); runs that ask more than one concurrency slot are
+        granted none."""
+        if not items:
+            return HandOff(landed=set(), granted=set())
         acks = all(item.action == "complete" for item in items)
         asked = [(run, request) for run in runs if (request := one_slot(run)) is not None]
         params = {
@@ -305,9 +306,9 @@ class PostgresDriver(
         }
         statement = "job_settle_handoff" if acks else "job_settle_many_handoff"
         result = fetch(self._jobs, statement, params)
-        landed, granted = job_rows.handed(result)
+        landed, granted, held = job_rows.handed(result)
         log_unsettled(items, landed)
-        return HandOff(landed=landed, granted=granted)
+        return HandOff(landed=landed, granted=granted, held=held)
 
     def job_progress(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str

@@ -174,4 +174,7 @@ def ack_params(items: Sequence[AckItem] | Sequence[SettleItem]) -> dict[str, str
         "relayed": "{"
         + ",".join(["t" if getattr(i, "relayed", False) else "f" for i in items])
         + "}",
+        "lent_by": "{"
+        + ",".join([lent.hex if (lent := getattr(i, "lent_by", None)) else "NULL" for i in items])
+        + "}",
     }

@@ -15,6 +15,7 @@ from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.tenancy import run_tenant
 from ultimat3_jobs.runtime.steps.attempt import bind_steps
+from ultimat3_jobs.runtime.worker.holdings import Slot
 from ultimat3_jobs.types import AttemptError, ClaimedJob
 
 OutcomeKind = Literal["completed", "failed", "lost", "suspended"]
@@ -62,6 +63,9 @@ class Attempt:
     riding: bool = False
     """It runs on a slot lent by a run whose body ended (``handoff.py``), and the store's row
     does not name it yet: the settle that records that run passes the row to it."""
+    lent: Slot | None = None
+    """The slot it was lent, while it rides one: its ending lands only if that slot's row
+    was there (``handoff.lent_by``)."""
     _settle_taken: bool = False
     _cancel_body: Callable[[], object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)

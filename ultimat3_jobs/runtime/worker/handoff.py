@@ -89,6 +89,20 @@ class Offer:
     riders: list[Attempt] = field(default_factory=list)
     owner_of: dict[uuid.UUID, Pair] = field(default_factory=dict)
     waiting: list[Attempt] = field(default_factory=list)
+    lent: dict[Pair, Slot] = field(default_factory=dict)
+    """The settling runs whose slots were lent: the write tells whether each row was there."""
+
+    @property
+    def written(self) -> bool:
+        """Whether the flush's write must be ``job_settle_handoff``: it offers runs, or must
+        tell whether lent slots' rows were there."""
+        return bool(self.riders or self.waiting or self.lent)
+
+    def found(self, held: set[uuid.UUID]) -> None:
+        """The write found the rows of the ``held`` settled runs: each lent slot learns
+        whether its row was there."""
+        for (job_id, _), slot in self.lent.items():
+            slot.held = job_id in held
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -98,13 +112,15 @@ class Offer:
     def part(self, owners: set[Pair]) -> Offer:
         """The riders of the rows that ``owners`` hold, alone."""
         riders = [a for a in self.riders if self.owner_of[a.job.id] in owners]
-        return Offer(riders, {a.job.id: self.owner_of[a.job.id] for a in riders})
+        lent = {pair: slot for pair, slot in self.lent.items() if pair in owners}
+        return Offer(riders, {a.job.id: self.owner_of[a.job.id] for a in riders}, lent=lent)
 
     def without(self, owners: set[Pair]) -> Offer:
         """This offer less the riders of the rows that ``owners`` hold."""
         riders = [a for a in self.riders if self.owner_of[a.job.id] not in owners]
         owner_of = {a.job.id: self.owner_of[a.job.id] for a in riders}
-        return Offer(riders, owner_of, self.waiting)
+        lent = {pair: slot for pair, slot in self.lent.items() if pair not in owners}
+        return Offer(riders, owner_of, self.waiting, lent)
 
 
 class HandOffs:
@@ -177,6 +193,7 @@ class HandOffs:
         if not self._holdings.lend(slot, pair, (attempt.job.id, attempt.job.claim_token)):
             return False
         attempt.riding = True
+        attempt.lent = slot
         self._granted(attempt, None)
         return True
 
@@ -202,6 +219,8 @@ class HandOffs:
         for pair in pairs:
             if not holdings.owns(pair):
                 continue
+            if (lent := holdings.lent_by(pair)) is not None:
+                offer.lent[pair] = lent
             rider = holdings.rider(pair)
             if rider is not None and rider not in pairs:
                 found = self._find(rider[0])
@@ -253,6 +272,7 @@ class HandOffs:
             if rider.job.id in granted:
                 self._holdings.moved(offer.owner_of[rider.job.id], _pair(rider))
                 rider.riding = False
+                rider.lent = None
             else:
                 logger.warning(
                     "jobs.lease.lent_lost: %s %s ran on a lent slot its owner's settle did not "
@@ -285,6 +305,16 @@ class HandOffs:
             self._reserve(-len(back))
             self._ahead.put_back(back)
             self._wake()
+
+
+def lent_by(attempt: Attempt) -> uuid.UUID | None:
+    """For the ending of a run on a lent slot: the job whose row that slot is, when no settle
+    has shown the row held yet (the ending lands only while that row is there; a settle that
+    found it gone leaves it to the rescuer); else ``None``."""
+    slot = attempt.lent
+    if slot is None or not attempt.riding or slot.held:
+        return None
+    return slot.owner[0]
 
 
 def _pair(attempt: Attempt) -> Pair:

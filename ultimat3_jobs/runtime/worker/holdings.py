@@ -37,7 +37,9 @@ class Slot:
     """One row of the store this worker's runs hold: ``owner``, the run the row names;
     ``user``, the run on it now; ``ended``: the user's body ended; ``handed``: a settle passed
     the row to a run that holds it as a slot of its own (:meth:`Holdings.passed`); ``closing``:
-    the owner's settle, on its way, frees or hands the row on: it is lent no more."""
+    the owner's settle, on its way, frees or hands the row on: it is lent no more; ``lent``:
+    another run used it since its owner took it; ``held``: whether the owner's settle found
+    the row (``None`` until it is written): the runs it was lent to held a slot only if so."""
 
     key: str
     owner: Pair
@@ -45,6 +47,8 @@ class Slot:
     ended: bool = False
     handed: bool = False
     closing: bool = False
+    lent: bool = False
+    held: bool | None = None
 
 
 class Holdings:
@@ -108,6 +112,7 @@ class Holdings:
             if slot.closing or slot.handed:
                 return False
             slot.user = to
+            slot.lent = True
             self._unend(slot)
             self._slots[to] = slot
             if pair != slot.owner:
@@ -133,6 +138,15 @@ class Holdings:
             slot.closing = True
             return slot.key
 
+    def lent_by(self, pair: Pair) -> Slot | None:
+        """The slot whose row names ``pair``, when another run used it since (its settle
+        tells whether those runs held it)."""
+        with self._lock:
+            slot = self._slots.get(pair)
+            if slot is None or slot.owner != pair or slot.handed or not slot.lent:
+                return None
+            return slot
+
     def owns(self, pair: Pair) -> bool:
         """Whether the store's row names ``pair`` (its settle frees or passes the row)."""
         with self._lock:
@@ -152,6 +166,7 @@ class Holdings:
             slot = self._slots.get(owner)
             if slot is not None and slot.owner == owner:
                 slot.owner = rider
+                slot.held = None  # the row names the rider now: its own settle tells
                 self._slots[rider] = slot
 
     def passed(self, pairs: list[Pair]) -> None:

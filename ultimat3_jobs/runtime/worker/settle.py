@@ -37,7 +37,7 @@ from ultimat3_jobs.runtime.common.store import STORE_UNREACHABLE, refusal
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
-from ultimat3_jobs.runtime.worker.handoff import HandOffs, Offer
+from ultimat3_jobs.runtime.worker.handoff import HandOffs, Offer, lent_by
 from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
@@ -181,6 +181,7 @@ class Settler(threading.Thread):
                 result_json=outcome.result_json,
                 progress_json=progress,
                 relayed=attempt.riding,
+                lent_by=lent_by(attempt),
             )
         decision = after_failure(
             attempt.definition,
@@ -196,6 +197,7 @@ class Settler(threading.Thread):
             error=error or outcome.error,
             delay_seconds=decision.delay_seconds,
             relayed=attempt.riding,
+            lent_by=lent_by(attempt),
         )
 
     def _landed(self, attempt: Attempt, item: SettleItem, landed: bool) -> None:
@@ -221,10 +223,11 @@ class Settler(threading.Thread):
         error. Every write of the split writes disjoint rows, so nothing lands twice."""
         items = [item for _, item in endings]
         try:
-            if offer is not None and offer.attempts and self.handoffs is not None:
+            if offer is not None and offer.written and self.handoffs is not None:
                 runs = self.handoffs.runs(offer.attempts)
                 write = partial(self._driver.job_settle_handoff, items=items, runs=runs)
                 handoff = self._write(write)
+                offer.found(handoff.held)
                 if granted is not None:
                     granted.update(handoff.granted)
                 return handoff.landed, {}
@@ -282,10 +285,11 @@ class Settler(threading.Thread):
 
     def _write_one(self, item: SettleItem, offer: Offer, granted: set[uuid.UUID]) -> set[uuid.UUID]:
         """Write one ending, passing its row to the run riding it, if any."""
-        if self.handoffs is None or not offer.riders:
+        if self.handoffs is None or not (offer.riders or offer.lent):
             return self._write(partial(self._driver.job_settle_many, items=[item]))
         runs = self.handoffs.runs(offer.riders)
         handoff = self._write(partial(self._driver.job_settle_handoff, items=[item], runs=runs))
+        offer.found(handoff.held)
         granted.update(handoff.granted)
         return handoff.landed
 
@@ -313,7 +317,7 @@ def _pair(attempt: Attempt) -> tuple[uuid.UUID, uuid.UUID]:
 
 def _part(offer: Offer | None, endings: list[tuple[Outcome, SettleItem]]) -> Offer | None:
     """The riders of the rows that ``endings``' runs hold, alone."""
-    if offer is None or not offer.riders:
+    if offer is None or not (offer.riders or offer.lent):
         return None
     return offer.part({_pair(o.attempt) for o, _ in endings})
 

@@ -152,13 +152,13 @@ def ids(result: Result, column: str = "id") -> set[uuid.UUID]:
     return {as_uuid(row[position]) for row in result.rows}
 
 
-def handed(result: Result) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
-    """``job_settle_handoff``'s rows: the settled ids, and the next runs granted a slot."""
-    landed: set[uuid.UUID] = set()
-    granted: set[uuid.UUID] = set()
-    for job_id, was_granted in result.picked("id", "granted"):
-        (granted if was_granted else landed).add(as_uuid(job_id))
-    return landed, granted
+def handed(result: Result) -> tuple[set[uuid.UUID], set[uuid.UUID], set[uuid.UUID]]:
+    """``job_settle_handoff``'s rows: the settled ids, the next runs granted a slot, and the
+    settled runs whose concurrency rows were found."""
+    kinds: dict[str, set[uuid.UUID]] = {"settled": set(), "granted": set(), "held": set()}
+    for job_id, kind in result.picked("id", "kind"):
+        kinds[kind].add(as_uuid(job_id))
+    return kinds["settled"], kinds["granted"], kinds["held"]
 
 
 def batch_inserted(result: Result, size: int) -> set[uuid.UUID] | None:

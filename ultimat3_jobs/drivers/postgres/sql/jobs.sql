@@ -240,6 +240,15 @@ where j.id = c.id
 returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
           j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent, j.run_at
 
+-- fragment: lent_row_held(ending)
+-- An ending of a run on a lent slot lands only while the row it rode is there: $ending.lent_by,
+-- the job that row names, when no settle has yet shown it held (null: nothing to check). An
+-- operator's release of the key or cancel of that job deletes the row; a run whose slot's row
+-- went did not hold its slot, and its ending is left to the rescuer.
+($ending.lent_by is null or exists (
+    select 1 from x_job_leases l where l.job_id = $ending.lent_by and l.kind = 'concurrency'
+))
+
 -- fragment: acked_done
 -- A batch of completed attempts settled, each fenced by state and claim token: the CTE done(id,
 -- name) of job_ack_many and job_settle_handoff. A relayed run (it ran on a slot lent by a run
@@ -255,9 +264,10 @@ done as (
         finished_at = now(),
         lease_expires_at = null
     from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(results)s::text[], %(progress)s::text[],
-                %(relayed)s::bool[])
-        as a(id, token, result, progress, relayed)
+                %(relayed)s::bool[], %(lent_by)s::uuid[])
+        as a(id, token, result, progress, relayed, lent_by)
     where j.id = a.id and j.state = 'running' and j.claim_token = a.token
+      and {{lent_row_held(ending=a)}}
     returning j.id, j.name
 )
 
@@ -332,24 +342,30 @@ offered as (
       )
 ), {{grants_started(grants=handed)}}
 
+-- fragment: handoff_answer(settled)
+-- The answer of job_settle_handoff and job_settle_many_handoff: each settled id ('settled'),
+-- each next run granted a slot ('granted'), and each settled run whose concurrency row the
+-- statement found ('held': the runs its slot was lent to held it).
+select id, 'settled' as kind from $settled
+union all
+select id, 'granted' from started
+union all
+select distinct job_id, 'held' from freeing
+
 -- name: job_settle_handoff
 -- job_ack_many, and in the same statement the settled runs' concurrency slots handed on
--- (slots_handed). Answers the settled ids, then the granted ones.
+-- (slots_handed). Answers as handoff_answer.
 with {{acked_done}}, {{slots_handed(settled=done)}}, {{acked_counted}}
-select id, false as granted from done
-union all
-select id, true from started
+{{handoff_answer(settled=done)}}
 
 -- name: job_settle_many_handoff
 -- job_settle_many (completes, retries, fails and drops), and in the same statement the settled
 -- runs' concurrency slots handed on (slots_handed): a batch with a nack hands its slots on as a
--- batch of acks does. Answers the settled ids, then the granted ones.
+-- batch of acks does. Answers as handoff_answer.
 with {{settle_given_kept}}, {{slots_handed(settled=settled)}}, {{settle_deltas}}, counted as (
     {{counter_upsert}}
 )
-select id, false as granted from settled
-union all
-select id, true from started
+{{handoff_answer(settled=settled)}}
 
 -- fragment: settled_slots_freed
 -- What every settle does after its row change (a CTE ``settled(id, name, ...)``): the run's
@@ -387,8 +403,9 @@ given as (
            g.relayed
     from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(actions)s::text[], %(results)s::text[],
                 %(progress)s::text[], %(errors)s::text[], %(delays)s::float8[],
-                %(counts)s::bool[], %(relayed)s::bool[])
-        as g(id, token, action, result, progress, error, delay_seconds, counts, relayed)
+                %(counts)s::bool[], %(relayed)s::bool[], %(lent_by)s::uuid[])
+        as g(id, token, action, result, progress, error, delay_seconds, counts, relayed, lent_by)
+    where {{lent_row_held(ending=g)}}
 ), kept as (
     -- a relayed run is stamped started at the statement's moment, as job_ack_many stamps it
     update x_jobs j
