@@ -17,6 +17,7 @@ from django.db import connection, connections, transaction
 from tests.drivers.support import request
 from tests.testapp.jobs import add, echo
 from ultimat3_jobs.drivers import get_driver
+from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK
 from ultimat3_jobs.drivers.postgres import listen
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME, QueueListener
@@ -118,6 +119,19 @@ def test_enqueue_many_wakes_once_per_queue(subscribe: Any) -> None:
     add.using(queue="sentinel").enqueue(a=1, b=2)
     assert wakes.wait_for("sentinel")
     assert (wakes.count("default"), wakes.count("math")) == (1, 1)
+
+
+def test_a_batch_of_several_chunks_wakes_its_queue_once_after_its_commit(subscribe: Any) -> None:
+    _, wakes = subscribe()
+    requests = [request(input_json="{}") for _ in range(2 * ENQUEUE_CHUNK + 1)]
+    results = PostgresDriver().job_enqueue_many(requests=requests)
+    assert all(result.created for result in results)
+    with connection.cursor() as cursor:  # one transaction wrote the whole batch
+        cursor.execute("select count(distinct xmin::text) from x_jobs")
+        assert cursor.fetchone()[0] == 1
+    add.using(queue="sentinel").enqueue(a=1, b=2)
+    assert wakes.wait_for("sentinel")
+    assert wakes.count("default") == 1
 
 
 def test_delayed_enqueue_sends_no_wake(subscribe: Any) -> None:

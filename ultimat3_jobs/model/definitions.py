@@ -217,7 +217,8 @@ class JobCall:
 
     def enqueue_many(self, inputs: Iterable[Mapping[str, Any]]) -> list[EnqueueResult]:
         """Enqueue one job per input, one write per 1,000; every refusal comes before the first
-        write. Answers in the order given."""
+        write, and on PostgreSQL the writes of one call commit together or not at all. Answers
+        in the order given."""
         return enqueue_many(self.handle.definition, inputs, self.options)
 
 

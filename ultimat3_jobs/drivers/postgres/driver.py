@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
@@ -52,7 +52,7 @@ from ultimat3_jobs.drivers.postgres.registry import WorkerMethods
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
 from ultimat3_jobs.drivers.postgres.retention import RetentionStatements
 from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
-from ultimat3_jobs.drivers.postgres.rows.result import as_uuid, fetch
+from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid, fetch, fetch_pipelined
 from ultimat3_jobs.drivers.postgres.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.postgres.steps import StepStatements
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
@@ -172,21 +172,44 @@ class PostgresDriver(
         )
 
     def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
-        results: list[EnqueueResult] = []
-        for start in range(0, len(requests), ENQUEUE_CHUNK):
-            results.extend(self._enqueue_chunk(requests[start : start + ENQUEUE_CHUNK]))
+        if len(requests) <= ENQUEUE_CHUNK:
+            return self._enqueue_chunk(requests)
+        chunks = [
+            requests[start : start + ENQUEUE_CHUNK]
+            for start in range(0, len(requests), ENQUEUE_CHUNK)
+        ]
+        # Whole or not at all, as one statement of one chunk is: every chunk in one
+        # transaction (the caller's, if open), pipelined so that the next chunk is built while
+        # the database writes this one; an error in any chunk rolls back those already sent.
+        with transaction.atomic(using=self.database, savepoint=False):
+            written = fetch_pipelined(self._jobs, map(self._chunk_statement, chunks))
+            results: list[EnqueueResult] = []
+            for chunk, result in zip(chunks, written, strict=True):
+                results.extend(self._chunk_answers(chunk, result))
         return results
 
     def _enqueue_chunk(self, chunk: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         if not chunk:
             return []
+        return self._chunk_answers(chunk, fetch(self._jobs, *self._chunk_statement(chunk)))
+
+    def _chunk_statement(self, chunk: Sequence[EnqueueRequest]) -> tuple[str, dict[str, Any]]:
+        """The statement writing one chunk (at most ``ENQUEUE_CHUNK`` requests), and its
+        parameters."""
         shared = shared_batch_params(chunk)
         statement = "job_enqueue_many" if shared is None else "job_enqueue_shared"
         params = batch_params(chunk) if shared is None else shared
         params["notify_queues"] = self._wake_throttle.for_statement(
             self._jobs, due_queues(chunk), channel=WAKE_CHANNEL
         )
-        inserted = job_rows.batch_inserted(fetch(self._jobs, statement, params), len(chunk))
+        return statement, params
+
+    def _chunk_answers(
+        self, chunk: Sequence[EnqueueRequest], written: Result
+    ) -> list[EnqueueResult]:
+        """Each request's answer, from what its chunk's statement wrote: the skipped ones
+        resolved to the row that holds their id or their key."""
+        inserted = job_rows.batch_inserted(written, len(chunk))
         if inserted is None:
             return [EnqueueResult(job_id, "created") for job_id in request_ids(chunk)]
         skipped = [r for r in chunk if r.id not in inserted]

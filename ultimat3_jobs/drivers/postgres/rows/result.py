@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -80,23 +81,57 @@ class Result:
         return next((pick(row) for row in self.rows), None)
 
 
+def _cursor(manager: RawStatementManager, statement: str) -> AbstractContextManager[Any]:
+    """A cursor for ``statement`` on ``manager``'s alias: the hot ones bind server-side."""
+    if statement in BOUND_STATEMENTS and prepares(manager.db):
+        return bound_cursor(manager.db)
+    return connections[manager.db].cursor()
+
+
+def _result(statement: str, cursor: Any) -> Result:
+    if cursor.description is None:
+        return Result(statement, (), [])
+    names = tuple(column.name for column in cursor.description)
+    return Result(statement, names, list(cursor.fetchall()))
+
+
+def _pipelined_result(statement: str, cursor: Any) -> Result:
+    """A pipelined statement's rows: its answer is read (and its columns known) at the first
+    fetch; only statements that return rows are pipelined."""
+    rows = list(cursor.fetchall())
+    return Result(statement, tuple(column.name for column in cursor.description), rows)
+
+
 def fetch(
     manager: RawStatementManager, statement: str, params: dict[str, Any] | None = None
 ) -> Result:
     """Run ``statement`` (a name from ``sql/*.sql``) on ``manager``'s alias, keeping the names
     of the columns it returns (none for a statement without ``returning``); the hot ones bind
     server-side (``bound.py``)."""
-    opened = (
-        bound_cursor(manager.db)
-        if statement in BOUND_STATEMENTS and prepares(manager.db)
-        else connections[manager.db].cursor()
-    )
-    with opened as cursor:
+    with _cursor(manager, statement) as cursor:
         cursor.execute(STATEMENTS[statement], params or {})
-        if cursor.description is None:
-            return Result(statement, (), [])
-        names = tuple(column.name for column in cursor.description)
-        return Result(statement, names, list(cursor.fetchall()))
+        return _result(statement, cursor)
+
+
+def fetch_pipelined(
+    manager: RawStatementManager, runs: Iterable[tuple[str, dict[str, Any]]]
+) -> list[Result]:
+    """:func:`fetch` for each ``(statement, params)`` of ``runs``, sent in pipeline mode: each
+    is sent as soon as ``runs`` yields it (the next one is built while the database runs it)
+    and the answers are read once all are sent. Statements in one pipeline run as one
+    transaction (no Sync between them): call it inside ``transaction.atomic()``, so that an
+    error raised before the end, by the database or while building a later run, rolls back
+    every run already sent instead of the pipeline's closing Sync committing them."""
+    connection = connections[manager.db]
+    connection.ensure_connection()
+    sent: list[tuple[str, Any]] = []
+    pipeline = connection.connection.pipeline
+    with ExitStack() as cursors, connection.wrap_database_errors, pipeline():
+        for statement, params in runs:
+            cursor = cursors.enter_context(_cursor(manager, statement))
+            cursor.execute(STATEMENTS[statement], params)
+            sent.append((statement, cursor))
+        return [_pipelined_result(statement, cursor) for statement, cursor in sent]
 
 
 def as_uuid(value: Any) -> uuid.UUID:
