@@ -22,12 +22,13 @@ PER_CALL = 100
 BUDGET_PER_JOB = {"claim": 2.5, "ack": 3.5}
 
 
-def script_commands(driver: RedisDriver, action: Callable[[], None]) -> Counter[str]:
-    """The commands scripts ran on the driver's database while ``action`` ran, by name."""
+def script_lines(driver: RedisDriver, action: Callable[[], None]) -> list[list[str]]:
+    """The commands scripts ran on the driver's database while ``action`` ran, each as its
+    words (the command's name, then its arguments)."""
     db = int(driver.redis().connection_pool.connection_kwargs.get("db", 0))
     mark = f"end-of-count-{uuid.uuid4().hex}"
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=30)
-    counts: Counter[str] = Counter()
+    lines: list[list[str]] = []
     try:
         with client.monitor() as monitor:
             action()
@@ -38,9 +39,24 @@ def script_commands(driver: RedisDriver, action: Callable[[], None]) -> Counter[
                 if mark in line["command"]:
                     break
                 if line["client_type"] == "lua":
-                    counts[line["command"].split(" ", 1)[0].upper()] += 1
+                    lines.append(line["command"].split(" "))
     finally:
         client.close()
+    return lines
+
+
+def script_commands(
+    driver: RedisDriver, action: Callable[[], None], *, by_key: bool = False
+) -> Counter[str]:
+    """The commands scripts ran while ``action`` ran, by name (with ``by_key``: by name and the
+    kind of key, the part of its name after the store's base key up to the next colon, such as
+    ``ZREM delayed``)."""
+    counts: Counter[str] = Counter()
+    for words in script_lines(driver, action):
+        name = words[0].upper()
+        if by_key and len(words) > 1 and words[1].startswith(driver.prefix + ":"):
+            name += " " + words[1][len(driver.prefix) + 1 :].split(":", 1)[0]
+        counts[name] += 1
     return counts
 
 
@@ -67,3 +83,34 @@ def test_a_claim_and_an_ack_run_a_few_commands_per_job(redis_store: RedisDriver)
         per_job = sum(counts.values()) / JOBS
         print(f"{what}: {per_job:g} commands per job inside the scripts: {dict(counts)}")
         assert per_job <= BUDGET_PER_JOB[what], (what, dict(counts))
+
+
+def test_a_claim_writes_only_the_sets_its_jobs_leave_and_enter(redis_store: RedisDriver):
+    """The jobs a claim takes were in their queue's ready set, so neither its delayed set nor
+    a held set of a paused name holds them: the claim removes them from ready and queued,
+    adds them to running, and writes no other index."""
+    redis_store.job_enqueue_many(requests=[request() for _ in range(PER_CALL)])
+    counts = script_commands(redis_store, lambda: claim(redis_store, limit=PER_CALL), by_key=True)
+    written = {name for name in counts if name.split(" ", 1)[0] in ("ZADD", "ZREM", "SADD", "SREM")}
+    assert written == {"ZREM queued", "ZREM ready", "ZADD running", "ZREM idle"}, dict(counts)
+
+
+def test_a_claim_and_an_ack_read_only_the_job_fields_they_use(redis_store: RedisDriver):
+    """Each job's hash is read once per claim and once per ack, and only for the fields the
+    script uses: the claim's answer and lease (9), the ack's fence and the indexes its job
+    enters (5). A field read costs Redis a walk of the hash, so the count is per job."""
+    redis_store.job_enqueue_many(requests=[request() for _ in range(PER_CALL)])
+    claimed: list[ClaimedJob] = []
+    lines = {
+        "claim": script_lines(
+            redis_store, lambda: claimed.extend(claim(redis_store, limit=PER_CALL))
+        )
+    }
+    items = [AckItem(job_id=job.id, claim_token=job.claim_token) for job in claimed]
+    lines["ack"] = script_lines(redis_store, lambda: redis_store.job_ack_many(items=items))
+    read = {
+        what: sum(len(words) - 2 for words in found if words[0].upper() == "HMGET") / PER_CALL
+        for what, found in lines.items()
+    }
+    assert len(claimed) == PER_CALL
+    assert read == {"claim": 9, "ack": 5}, read

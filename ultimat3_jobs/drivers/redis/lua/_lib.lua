@@ -73,9 +73,18 @@ local function now_us()
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- An integer as text, never in exponent form (Lua's tostring keeps 14 digits only).
+-- An integer as text, never in exponent form (Lua's tostring keeps 14 digits only). Each
+-- number is formatted once per script run: a batch writes the same few times (now, a lease's
+-- end, an attempt, a minute) for every job, and formatting is most of what a number costs.
+local FORMATTED = {}
+
 local function fmt(n)
-    return string.format('%.0f', n)
+    local text = FORMATTED[n]
+    if text == nil then
+        text = string.format('%.0f', n)
+        FORMATTED[n] = text
+    end
+    return text
 end
 
 -- Seconds (a number, or its text) as whole microseconds, rounded to the nearest.
@@ -212,9 +221,12 @@ local function place(id, queue, name, priority, run_at, now, fresh, batch)
     end
 end
 
-local function unplace(id, queue, name, batch)
+-- Take a queued job out of the claim's sets. `ready`: it is known to be in the ready set (a
+-- claim found it there), so neither delayed nor held holds it (a queued job is in one of them).
+local function unplace(id, queue, name, batch, ready)
     index(batch, 'ZREM', B .. ':queued:' .. queue, id)
     index(batch, 'ZREM', B .. ':ready:' .. queue, id)
+    if ready then return end
     index(batch, 'ZREM', B .. ':delayed:' .. queue, id)
     index(batch, 'SREM', B .. ':held:' .. name, id)
 end
@@ -389,12 +401,12 @@ local FINISHED = {completed = true, failed = true, cancelled = true}
 
 -- Change a job's state (to = nil deletes it), keeping every index in step. `row` holds the
 -- job's name, queue, priority, run_at, key, created_at and lease_expires_at as they are to be
--- after the move; `fields` (optional: field, value, ...) are written with the state, the caller
+-- after the move (and `ready` when a queued job is known to be in its ready set); `fields` (optional: field, value, ...) are written with the state, the caller
 -- writes any other. With a `batch` (new_batch) the index writes wait for its flush.
 local function move(id, from, to, row, now, batch, fields)
     local k = jkey(id)
     if from == 'queued' then
-        unplace(id, row.queue, row.name, batch)
+        unplace(id, row.queue, row.name, batch, row.ready)
     elseif from == 'running' then
         index(batch, 'ZREM', B .. ':running', id)
         -- limits: the run's concurrency slots go with it
@@ -421,11 +433,11 @@ local function move(id, from, to, row, now, batch, fields)
     if to == 'queued' then
         place(id, row.queue, row.name, row.priority, row.run_at, now, from == nil, batch)
     elseif to == 'running' then
-        index(batch, 'ZADD', B .. ':running', row.lease_expires_at, id)
+        index(batch, 'ZADD', B .. ':running', fmt(row.lease_expires_at), id)
     else
         -- every move to a finished state writes finished_at = now
-        index(batch, 'ZADD', B .. ':done:' .. to .. ':' .. row.name, row.created_at, id)
-        index(batch, 'ZADD', B .. ':finished:' .. to, now, id)
+        index(batch, 'ZADD', B .. ':done:' .. to .. ':' .. row.name, fmt(row.created_at), id)
+        index(batch, 'ZADD', B .. ':finished:' .. to, fmt(now), id)
     end
 end
 
@@ -469,6 +481,14 @@ local function owned(id, token)
     return row
 end
 
+-- The fields `move` and `count` need to finish a running job, read only when it is running under
+-- that claim token (an ack's fence): a lighter `owned`.
+local function owned_to_finish(id, token)
+    local r = redis.call('HMGET', jkey(id), 'state', 'claim_token', 'name', 'key', 'created_at')
+    if r[1] ~= 'running' or r[2] ~= token then return nil end
+    return {name = r[3], key = r[4] or nil, created_at = tonumber(r[5])}
+end
+
 local function set_optional(k, field, value)
     if value == nil then redis.call('HDEL', k, field) else redis.call('HSET', k, field, value) end
 end
@@ -480,30 +500,35 @@ local function wake(queues)
 end
 
 -- A claim token from 32 random hex digits (the i-th 32 of `random`): a version 4 UUID's text.
+-- The variant digit of a version 4 UUID (8, 9, a or b) from a random hex digit.
+local VARIANT = {['0'] = '8', ['1'] = '9', ['2'] = 'a', ['3'] = 'b', ['4'] = '8', ['5'] = '9',
+    ['6'] = 'a', ['7'] = 'b', ['8'] = '8', ['9'] = '9', a = 'a', b = 'b', c = '8', d = '9',
+    e = 'a', f = 'b'}
+
 local function claim_token(random, i)
     local h = string.sub(random, i * 32 - 31, i * 32)
-    local variant = string.format('%x', 8 + tonumber(string.sub(h, 17, 17), 16) % 4)
+    local variant = VARIANT[string.sub(h, 17, 17)]
     return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-4' .. string.sub(h, 14, 16)
         .. '-' .. variant .. string.sub(h, 18, 20) .. '-' .. string.sub(h, 21, 32)
 end
 
--- Claim one queued job for `worker_id` under `token` (job_claim, and the hand of a single
--- enqueue): running, its attempt counted, its lease the job's own seconds or `lease_default`.
+-- Claim one queued job of the ready set for `worker_id` under `token` (job_claim, and the hand
+-- of a single enqueue): running, its attempt counted, its lease the job's own seconds or `lease_default`.
 -- Answers the claim's row: id name queue input attempt max_attempts claim_token priority
 -- tenant lease_expires_at created_at traceparent.
 local function claim_one(id, queue, worker_id, lease_default, token, now, batch)
-    local r = redis.call('HMGET', jkey(id), 'name', 'priority', 'run_at', 'key', 'created_at',
-        'lease_seconds', 'attempt', 'input', 'max_attempts', 'tenant', 'traceparent')
-    local seconds = tonumber(r[6]) or lease_default
+    -- Only what the answer and the lease need: a move from queued to running reads no other
+    -- field of `row` (the job stays live, so its idempotency key stays where it is).
+    local r = redis.call('HMGET', jkey(id), 'name', 'priority', 'created_at', 'lease_seconds',
+        'attempt', 'input', 'max_attempts', 'tenant', 'traceparent')
+    local seconds = tonumber(r[4]) or lease_default
     local lease = now + math.floor(seconds * 1000000 + 0.5)
-    local attempt = tonumber(r[7]) + 1
-    local row = {name = r[1], queue = queue, priority = tonumber(r[2]), run_at = tonumber(r[3]),
-        key = r[4] or nil, created_at = tonumber(r[5]), lease_expires_at = lease}
-    move(id, 'queued', 'running', row, now, batch, {'attempt', attempt, 'claim_token', token,
-        'worker_id', worker_id, 'started_at', fmt(now), 'body_pending', 0,
+    local attempt = tonumber(r[5]) + 1
+    local row = {name = r[1], queue = queue, lease_expires_at = lease, ready = true}
+    move(id, 'queued', 'running', row, now, batch, {'attempt', fmt(attempt), 'claim_token', token,
+        'worker_id', worker_id, 'started_at', fmt(now), 'body_pending', '0',
         'lease_expires_at', fmt(lease)})
-    return {id, r[1], queue, r[8], attempt, tonumber(r[9]), token, tonumber(r[2]), r[10],
-        fmt(lease), r[5], r[11]}
+    return {id, r[1], queue, r[6], attempt, r[7], token, r[2], r[8], fmt(lease), r[3], r[9]}
 end
 
 -- Up to `limit` jobs handed to `worker_id` (see hand_to) that it still runs under their

@@ -12,7 +12,7 @@ local batch = new_batch()
 local landed = {}
 for i = 0, n - 1 do
     local id, token = ARGV[2 + i * 4], ARGV[3 + i * 4]
-    local row = owned(id, token)
+    local row = owned_to_finish(id, token)
     if row then
         local fields = {'result', ARGV[4 + i * 4], 'finished_at', finished}
         local progress = opt(ARGV[5 + i * 4])

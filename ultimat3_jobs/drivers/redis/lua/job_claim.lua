@@ -27,10 +27,13 @@ for i = 1, n do
         end
     end
 end
-table.sort(heads, function(a, b)
-    if a[2] ~= b[2] then return a[2] < b[2] end
-    return a[1] < b[1]
-end)
+-- One queue's heads are in claim order already (its ready set's: by score, ties by id).
+if n > 1 then
+    table.sort(heads, function(a, b)
+        if a[2] ~= b[2] then return a[2] < b[2] end
+        return a[1] < b[1]
+    end)
+end
 
 local batch = new_batch()
 for i = 1, math.min(wanted, #heads) do
