@@ -190,6 +190,11 @@ join x_jobs j
 -- recursion yields one level per queue per step, highest first); the final sort merges at most
 -- limit rows per queue. Correct only because the claim autocommits: the skipped locks of rows
 -- the outer limit drops end with it.
+-- The claim commits without waiting for the WAL flush (synchronous_commit off for its own
+-- transaction): the flush was most of an idle worker's wake. A database crash before the flush
+-- forgets the claim; the row is then queued as before it and is claimed again (at-least-once),
+-- and the attempt's settle, fenced by its claim token, does not land. Any later synchronous
+-- commit flushes it.
 with recursive queues as (
     select q.name
     from unnest(%(queues)s::text[]) as q(name)
@@ -235,7 +240,7 @@ set state = 'running',
     started_at = now(),
     body_pending = false,
     lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, %(lease_seconds)s))
-from candidates c
+from candidates c, (select set_config('synchronous_commit', 'off', true) as setting) as deferred_flush
 where j.id = c.id
 returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
           j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent, j.run_at
