@@ -28,4 +28,3 @@ def test_a_claim_that_takes_a_job_lets_its_transaction_commit_before_the_flush()
         claimed = driver.job_claim(queues=["default"], limit=1, worker_id="w", lease_seconds=30)
         assert [job.id for job in claimed] == [job_id]
         assert _synchronous_commit() == "off"
-
