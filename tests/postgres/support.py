@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 
 from django.db import connections
+
+
+def eventually(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Whether ``predicate()`` came true within ``timeout`` seconds (polled every 5 ms)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def terminate_backend(pid: int) -> None:

@@ -64,6 +64,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     },
     "job_enqueue_many_resolve": {"ids": [A], "names": ["tests.echo"], "keys": ["k"]},
     "job_claim": {"queues": ["default"], "limit": 1, "worker_id": "w", "lease_seconds": 30.0},
+    "job_claim_notified": {"id": A, "queues": ["default"], "worker_id": "w", "lease_seconds": 30.0},
     "job_ack_many": {
         "ids": [A],
         "tokens": [A],

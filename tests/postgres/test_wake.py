@@ -15,6 +15,7 @@ import pytest
 from django.db import connection, connections, transaction
 
 from tests.drivers.support import request
+from tests.postgres.support import eventually
 from tests.testapp.jobs import add, echo
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK
@@ -50,15 +51,6 @@ class Wakes:
     def count(self, queue: str) -> int:
         with self._changed:
             return self.queues.count(queue)
-
-
-def eventually(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def listener_pids() -> list[int]:

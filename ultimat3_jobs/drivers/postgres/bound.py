@@ -26,6 +26,7 @@ from django.db.backends.utils import CursorWrapper
 BOUND_STATEMENTS = frozenset(
     {
         "job_claim",
+        "job_claim_notified",
         "job_ack_many",
         "job_settle_many",
         "job_settle_handoff",

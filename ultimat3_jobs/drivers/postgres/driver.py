@@ -56,7 +56,7 @@ from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid, fetch, f
 from ultimat3_jobs.drivers.postgres.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.postgres.steps import StepStatements
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
-from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
+from ultimat3_jobs.drivers.postgres.wake import IdleWorkers, WakeThrottle
 from ultimat3_jobs.errors import JobDuplicate
 from ultimat3_jobs.models import (
     Job,
@@ -113,6 +113,7 @@ class PostgresDriver(
         self._workers = JobWorker.objects.db_manager(self.database)
         self._counters = JobCounter.objects.db_manager(self.database)
         self._wake_throttle = WakeThrottle()
+        self._idle_workers = IdleWorkers()
         self._listeners: weakref.WeakSet[QueueListener] = weakref.WeakSet()
         self._listeners_lock = threading.Lock()
 
@@ -151,7 +152,10 @@ class PostgresDriver(
                 "lease_seconds": float(lease_seconds),
             },
         )
-        return job_rows.claimed_jobs(result)
+        jobs = job_rows.claimed_jobs(result)
+        idle = len(jobs) < limit
+        self._idle_workers.claimed(worker_id, names, float(lease_seconds), idle=idle)
+        return jobs
 
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
         params = enqueue_params(request)

@@ -130,6 +130,9 @@ class QueueListener:
         try:
             self._listen()
         finally:
+            # The Django connection a wake's claim opened on this thread (registry.py).
+            with contextlib.suppress(Exception):
+                connections[self.database].close()
             with self._interrupt_lock:
                 self._interrupt_reader = self._interrupt_writer = None
             for end in (reader, writer):

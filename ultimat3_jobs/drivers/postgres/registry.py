@@ -3,26 +3,38 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import threading
+import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+
+from django.db import DatabaseError, connections
 
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, WakeSubscription, check_heartbeat_queues
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.params import WAKE_CHANNEL
+from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
 from ultimat3_jobs.drivers.postgres.rows import operator as operator_rows
 from ultimat3_jobs.drivers.postgres.rows.operator import encode_limits
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
+from ultimat3_jobs.drivers.postgres.wake import IdleWorkers
 from ultimat3_jobs.models import RawStatementManager
 from ultimat3_jobs.types import ClaimedJob, WorkerRecord
+
+logger = logging.getLogger("ultimat3_jobs.wake")
 
 
 @speaks_seam_errors
 class WorkerMethods:
     """Mixed into the driver; reads its statement managers and its listeners."""
 
+    _jobs: RawStatementManager
     _workers: RawStatementManager
+    _idle_workers: IdleWorkers
     _listeners: weakref.WeakSet[QueueListener]
     _listeners_lock: threading.Lock
 
@@ -35,12 +47,54 @@ class WorkerMethods:
     ) -> WakeSubscription | None:
         """A :class:`~ultimat3_jobs.drivers.postgres.listen.QueueListener` on its own connection
         to this alias' database; live once its first probe comes back. Every listener hears
-        every wake (``worker_id`` and ``on_hand`` are not used)."""
-        listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=on_wake)
+        every wake. A wake names its queue and, sent by a single enqueue, its job: with
+        ``worker_id`` and ``on_hand``, when that worker's last claim found fewer jobs than it
+        asked for, the listener's thread claims the named job for it (``job_claim_notified``)
+        and calls ``on_hand(job)`` in place of ``on_wake(queue)``; a job it cannot take leaves
+        the plain wake, and the worker's own claim."""
+        deliver = functools.partial(self._heard, on_wake, worker_id, on_hand)
+        listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=deliver)
         with self._listeners_lock:
             self._listeners.add(listener)
         listener.start()
         return listener
+
+    def _heard(
+        self,
+        on_wake: Callable[[str], None],
+        worker_id: str | None,
+        on_hand: Callable[[ClaimedJob], None] | None,
+        payload: str,
+    ) -> None:
+        """One wake's payload, ``"<queue>"`` or ``"<queue> <job id>"``, delivered."""
+        queue, _, job_id = payload.partition(" ")
+        if job_id and worker_id is not None and on_hand is not None:
+            job = self._claim_notified(worker_id, queue, job_id)
+            if job is not None:
+                on_hand(job)
+                return
+        on_wake(queue)
+
+    def _claim_notified(self, worker_id: str, queue: str, job_id: str) -> ClaimedJob | None:
+        """The notified job, claimed for ``worker_id`` if it is listed idle on ``queue`` and
+        the job can be taken; ``None`` otherwise (the wake is a hint: the claim follows)."""
+        listed = self._idle_workers.take(worker_id, queue)
+        if listed is None:
+            return None
+        try:
+            params = {
+                "id": uuid.UUID(job_id),
+                "queues": list(listed.queues),
+                "worker_id": worker_id,
+                "lease_seconds": listed.lease_seconds,
+            }
+            jobs = job_rows.claimed_jobs(fetch(self._jobs, "job_claim_notified", params))
+        except (DatabaseError, ValueError) as exc:
+            logger.debug("jobs.wake.hand_failed: %s; the worker claims instead", exc)
+            with contextlib.suppress(DatabaseError):
+                connections[self._jobs.db].close()
+            return None
+        return next(iter(jobs), None)
 
     def worker_heartbeat(
         self,

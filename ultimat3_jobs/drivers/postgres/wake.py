@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from django.db import DatabaseError, connections, transaction
 
@@ -89,3 +90,41 @@ class WakeThrottle:
         except DatabaseError:
             # The wake is an optimisation; the listeners' poll finds the committed jobs.
             logger.warning("jobs.wake.notify_failed", exc_info=True)
+
+
+class IdleListing(NamedTuple):
+    """What the claim that found a worker idle asked for."""
+
+    queues: tuple[str, ...]
+    lease_seconds: float
+
+
+class IdleWorkers:
+    """The workers of this process whose last claim found fewer jobs than it asked for, each with
+    that claim's queues and lease: a wake that names a job on one of those queues is claimed for
+    the worker (``job_claim_notified``) and handed to it, once per such claim, as the Redis
+    driver hands an enqueue's job to the worker listed idle on its queue."""
+
+    def __init__(self) -> None:
+        self._idle: dict[str, IdleListing] = {}
+        self._lock = threading.Lock()
+
+    def claimed(
+        self, worker_id: str, queues: Iterable[str], lease_seconds: float, *, idle: bool
+    ) -> None:
+        """Record a claim of ``worker_id``: ``idle`` when it found fewer than it asked for."""
+        with self._lock:
+            if idle:
+                self._idle[worker_id] = IdleListing(tuple(queues), lease_seconds)
+            else:
+                self._idle.pop(worker_id, None)
+
+    def take(self, worker_id: str, queue: str) -> IdleListing | None:
+        """The queues and lease of an idle ``worker_id`` that claims ``queue``, now no longer
+        listed idle (one hand per claim that found too few); ``None`` otherwise."""
+        with self._lock:
+            listed = self._idle.get(worker_id)
+            if listed is None or queue not in listed.queues:
+                return None
+            del self._idle[worker_id]
+            return listed

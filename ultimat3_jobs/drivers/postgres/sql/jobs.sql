@@ -123,13 +123,14 @@ where (select count(*) from woken) >= 0
 -- One round trip in the common case, through the one job INSERT (job_insert: its conflict rule,
 -- its pause flag); job_enqueue_resolve answers which unique index skipped a row. It wakes
 -- listening workers (delivered at commit, dropped on rollback) only when the caller asks: every
--- notifying commit serialises on one lock, so the driver asks once per queue per short slot.
+-- notifying commit serialises on one lock, so the driver asks once per queue per short slot. The
+-- payload is the queue and the job's id: an idle worker claims that row (job_claim_notified).
 with job_rows({{job_row_columns}}) as (
     {{job_param_row}}
 ), inserted as (
     {{job_insert}}
 )
-select i.id, (select pg_notify('ultimat3_jobs', i.queue) where %(notify)s)
+select i.id, (select pg_notify('ultimat3_jobs', i.queue || ' ' || i.id) where %(notify)s)
 from inserted i
 
 -- name: job_enqueue_resolve
@@ -227,6 +228,15 @@ with recursive queues as (
     order by c.priority desc, c.run_at
     limit %(limit)s
 )
+{{claim_take}}
+
+-- fragment: claim_take
+-- The rows of the CTE candidates(id) taken for one attempt each: job_claim and
+-- job_claim_notified. The claim commits without waiting for the WAL flush (synchronous_commit
+-- off for its own transaction): the flush was most of an idle worker's wake. A database crash
+-- before the flush forgets the claim; the row is then queued as before it and is claimed again
+-- (at-least-once), and the attempt's settle, fenced by its claim token, does not land. Any later
+-- synchronous commit flushes it.
 update x_jobs j
 set state = 'running',
     attempt = j.attempt + 1,
@@ -235,7 +245,7 @@ set state = 'running',
     started_at = now(),
     body_pending = false,
     lease_expires_at = now() + make_interval(secs => coalesce(j.lease_seconds, %(lease_seconds)s))
-from candidates c
+from candidates c, (select set_config('synchronous_commit', 'off', true) as setting) as deferred_flush
 where j.id = c.id
 returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
           j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent, j.run_at
@@ -248,6 +258,28 @@ returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.cla
 ($ending.lent_by is null or exists (
     select 1 from x_job_leases l where l.job_id = $ending.lent_by and l.kind = 'concurrency'
 ))
+
+-- name: job_claim_notified
+-- The job an enqueue's wake named (its NOTIFY carries the id), claimed by primary key for an idle
+-- worker that heard it, fenced as job_claim fences: still queued and due, on one of the worker's
+-- queues, neither its queue nor its name paused, and skipped while another claim holds its lock.
+-- Answers nothing when any of that fails; the worker's own claim follows the wake then. Planned
+-- in a fraction of job_claim's time, which is most of the claim on an unprepared connection.
+with candidates as (
+    select j.id
+    from x_jobs j
+    where j.id = %(id)s
+      and j.queue = any(%(queues)s::text[])
+      and j.state = 'queued'
+      and not j.paused
+      and j.run_at <= now()
+      and not exists (
+          select 1 from x_job_pauses p
+          where (p.scope = 'queue' and p.target = j.queue) or (p.scope = 'job' and p.target = j.name)
+      )
+    for update of j skip locked
+)
+{{claim_take}}
 
 -- fragment: acked_done
 -- A batch of completed attempts settled, each fenced by state and claim token: the CTE done(id,
