@@ -21,12 +21,12 @@ and puts the others back at the head of the line, where the claim loop takes the
 before. A hand-off changes a row's holder in one statement, so a key never holds more rows than
 before.
 
-**Held for the claim on its way.** Short bodies drain the runs claimed ahead before the next
+**Held for the claim on its way.** Short bodies use up the runs claimed ahead before the next
 claim lands; their slots would then be freed by their flush, and the runs that claim brings
 would take the same rows again with ``lease_acquire_many``. So a flush that would free a slot
-nobody was lent waits, while the claim loop's claim is on its way, for it to land (at most
-:data:`CLAIM_WAIT_SECONDS`): its runs are lent those slots (:meth:`HandOffs.lend_to`) and the
-flush passes the rows to them.
+nobody was lent, with no run waiting in the worker, waits for the claim loop's claim on its
+way to land (at most :data:`CLAIM_WAIT_SECONDS`): its runs are lent those slots
+(:meth:`HandOffs.lend_to`) and the flush passes the rows to them.
 """
 
 from __future__ import annotations
@@ -233,10 +233,11 @@ class HandOffs:
 
     def await_claim(self, settling: Sequence[Attempt]) -> bool:
         """Before a flush of ``settling``: when one of them ended on a slot that nobody runs
-        on and a claim is on its way, wait for it to land (at most :data:`CLAIM_WAIT_SECONDS`),
-        so its runs are lent the slot. Answers whether it waited."""
+        on, no run waits in the worker (the flush offers the slot to those) and a claim is on
+        its way, wait for it to land (at most :data:`CLAIM_WAIT_SECONDS`), so its runs are lent
+        the slot. Answers whether it waited."""
         claiming = self._ahead.claiming
-        if not claiming.flying or not self._driver.hands_off_slots:
+        if not claiming.flying or len(self._ahead) or not self._driver.hands_off_slots:
             return False
         if not any(self.holds(attempt) for attempt in settling):
             return False
