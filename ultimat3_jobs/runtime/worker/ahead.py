@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from ultimat3_jobs.runtime.worker.attempt import Attempt
+from ultimat3_jobs.runtime.worker.inflight import ClaimInFlight
 
 AHEAD_HORIZON_SECONDS = 0.2
 """Claim ahead no more than the slots would start in this long (well under the 0.5 s after which
@@ -43,6 +44,8 @@ class ClaimAhead:
         self._parked: list[Attempt] = []
         self._lock = threading.Lock()
         self._mean_duration: float | None = None
+        self.claiming = ClaimInFlight()
+        """Marked by the claim loop while its claim is on its way (``inflight.py``)."""
 
     def __len__(self) -> int:
         """The attempts waiting for a slot, parked ones too."""

@@ -20,6 +20,13 @@ given a body slot now. The store answers which it granted; :meth:`HandOffs.hande
 and puts the others back at the head of the line, where the claim loop takes their leases as
 before. A hand-off changes a row's holder in one statement, so a key never holds more rows than
 before.
+
+**Held for the claim on its way.** Short bodies use up the runs claimed ahead before the next
+claim lands; their slots would then be freed by their flush, and the runs that claim brings
+would take the same rows again with ``lease_acquire_many``. So a flush that would free a slot
+nobody was lent, with no run waiting in the worker, waits for the claim loop's claim on its
+way to land (at most :data:`CLAIM_WAIT_SECONDS`): its runs are lent those slots
+(:meth:`HandOffs.lend_to`) and the flush passes the rows to them.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ slot of the key may serve them sooner."""
 LEND_MARGIN = 0.5
 """A slot is lent only while its row's lease has this share of ``lease_seconds`` left at least,
 by the worker's own bookkeeping (the moment before the claim or heartbeat that renewed it)."""
+CLAIM_WAIT_SECONDS = 0.1
+"""The longest a flush that would free slots nobody was lent waits for the claim on its way."""
 
 
 def handoff_request(attempt: Attempt) -> LeaseRequest | None:
@@ -240,6 +249,18 @@ class HandOffs:
         if len(offer.waiting) < room:
             self._reserve(len(offer.waiting) - room)
         return offer
+
+    def await_claim(self, settling: Sequence[Attempt]) -> bool:
+        """Before a flush of ``settling``: when one of them ended on a slot that nobody runs
+        on, no run waits in the worker (the flush offers the slot to those) and a claim is on
+        its way, wait for it to land (at most :data:`CLAIM_WAIT_SECONDS`), so its runs are lent
+        the slot. Answers whether it waited."""
+        claiming = self._ahead.claiming
+        if not claiming.flying or len(self._ahead) or not self._driver.hands_off_slots:
+            return False
+        if not any(self.holds(attempt) for attempt in settling):
+            return False
+        return claiming.wait(CLAIM_WAIT_SECONDS)
 
     def holds(self, attempt: Attempt) -> bool:
         """Whether the attempt's body ended on a slot nobody runs on since (its settle frees

@@ -169,7 +169,7 @@ class Worker:
                     self.config.queues, self._claim_size(), self.running_attempts
                 )
                 if want > 0:
-                    looked_at = time.monotonic()
+                    looked_at = self._ahead.claiming.begin()  # a flush may wait for it
                     try:
                         jobs = self.driver.job_claim(
                             queues=queues,
@@ -180,6 +180,7 @@ class Worker:
                         store_wait = self.config.poll_floor
                     except STORE_ERRORS as exc:
                         logger.warning("jobs.worker.claim_failed: %s; retrying", exc)
+                        self._ahead.claiming.end()
                         self.driver.reset_connection()
                         store_wait = min(store_wait * 2, STORE_RETRY_CEILING_SECONDS)
                         self._signal.wait(store_wait)
@@ -190,6 +191,7 @@ class Worker:
                     for job in jobs:
                         self._ahead.add(self._track(job, since=looked_at))
                     self._start_waiting()
+                    self._ahead.claiming.end()  # what it took was given its slots
                     if jobs:
                         self.claimed.set()
                     found = self._limits.found(len(jobs), gone)  # hook: limits; shed: not found
@@ -206,8 +208,7 @@ class Worker:
                     self.request_stop(reason=recycle)
                     break
                 self._wake.subscribe()  # not for a burst that found none
-                # Every slot busy: a freed slot signals; idle: the backoff, cut short by a wake.
-                self._signal.wait(wait)
+                self._signal.wait(wait)  # busy: a freed slot signals; idle: backoff or a wake
         finally:
             code = self._shutdown()
         return code
@@ -362,8 +363,7 @@ class Worker:
     def _shutdown(self) -> int:
         self._accepting = False
         self._wake.close()  # no claim follows: a wake or a hand for it alone goes elsewhere now
-        # Attempts claimed ahead never started: they go back at once, not after the grace.
-        released = self._release(self._ahead.drain())
+        released = self._release(self._ahead.drain())  # never started: back now, not after grace
         deadline = time.monotonic() + self.config.shutdown_grace
         while self._running and not self._force and time.monotonic() < deadline:
             self._signal.wait(min(0.05, max(0.0, deadline - time.monotonic())))

@@ -118,14 +118,25 @@ class Settler(threading.Thread):
         ``ack_flush`` of it, up to ``ACK_BATCH_MAX``. The thread sleeps through the window
         instead of waking for each ending (a wake per ending cost more CPU than its share of
         the statement); a full batch, the stop, or a batch that holds every lease slot the
-        worker holds while runs wait for them (``handoff.py``) ends the window at once."""
+        worker holds while runs wait for them (``handoff.py``) ends the window at once. A batch
+        that would free slots nobody was lent waits for the claim on its way (``handoff.py``)."""
         first = self._queue.get()
         if first is None:
             return []
         if self._queue.qsize() + 1 < ACK_BATCH_MAX and not self._stopping.is_set():
             self._full.wait(self._config.ack_flush)
         self._full.clear()  # a batch still full after this one is seen by the size check
-        batch = [first]
+        batch = self._more([first])
+        handoffs, stopping = self.handoffs, self._stopping.is_set()
+        if handoffs and not stopping and handoffs.await_claim([o.attempt for o in batch]):
+            batch = self._more(batch)  # the endings that came meanwhile join the flush
+        if self._holding:
+            with self._holding_lock:
+                self._holding.difference_update(id(outcome) for outcome in batch)
+        return batch
+
+    def _more(self, batch: list[Outcome]) -> list[Outcome]:
+        """``batch`` and what else is queued now, up to ``ACK_BATCH_MAX``."""
         while len(batch) < ACK_BATCH_MAX:
             try:
                 item = self._queue.get_nowait()
@@ -135,9 +146,6 @@ class Settler(threading.Thread):
                 self._stopping.set()
                 break
             batch.append(item)
-        if self._holding:
-            with self._holding_lock:
-                self._holding.difference_update(id(outcome) for outcome in batch)
         return batch
 
     def _settle(self, batch: list[Outcome]) -> None:
