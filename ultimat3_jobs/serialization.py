@@ -214,7 +214,11 @@ def encode_json(value: Any, *, root: str = "input", max_depth: int, max_bytes: i
 
 
 def decode_json(text: str | bytes | None) -> Any:
-    """Parse JSON text as a driver stored it (``None`` stays ``None``)."""
+    """Parse JSON text as a driver stored it (``None`` stays ``None``). The empty object,
+    the input of every job called without arguments, skips the parser (a new dict each time:
+    the caller may change it)."""
     if text is None:
         return None
+    if text == "{}":
+        return {}
     return json.loads(text)

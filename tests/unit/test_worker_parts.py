@@ -14,6 +14,7 @@ from functools import partial
 from ultimat3_jobs.drivers.memory import MemoryDriver
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.registry import registry
+from ultimat3_jobs.model.step_api import Steps
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool
 from ultimat3_jobs.runtime.worker.attempt import Attempt, attempt_for
@@ -134,3 +135,26 @@ def test_an_attempt_is_freed_without_the_cycle_collector() -> None:
         assert gone() is None
     finally:
         gc.enable()
+
+
+def test_an_attempts_steps_are_built_on_first_use_bound_to_its_claim() -> None:
+    """A body that never touches ``ctx.step`` (most) costs no step state; the first use binds
+    it to the attempt's claim. Waiting to be built, the context is in no reference cycle."""
+    job = make_attempt().job
+    attempt = attempt_for(job, registry=registry, driver=MemoryDriver(), on_progress=print)
+    ctx = attempt.ctx
+    assert ctx._step is None
+    assert ctx._bind_step is not None
+    gone = weakref.ref(ctx._bind_step)  # the context holds the only reference to its binder
+    gc.disable()
+    try:
+        del attempt, ctx
+        assert gone() is None
+    finally:
+        gc.enable()
+    attempt = attempt_for(job, registry=registry, driver=MemoryDriver(), on_progress=print)
+    steps = attempt.ctx.step
+    assert isinstance(steps, Steps)
+    assert steps._state is not None
+    assert (steps._state.job_id, steps._state.claim_token) == (job.id, job.claim_token)
+    assert attempt.ctx.step is steps

@@ -82,8 +82,8 @@ class JobContext:
     ``progress(...)`` reports how far the body got; the worker throttles and stores it.
     ``traceparent`` is the W3C trace context stamped when the job was enqueued, or ``None``.
     ``step`` holds the durable steps (``ctx.step.run(...)``, ``sleep``, ``wait_for_event``; see
-    :mod:`ultimat3_jobs.model.step_api`): bound to the store by the worker, they store nothing in
-    a direct call.
+    :mod:`ultimat3_jobs.model.step_api`): bound to the store by the worker (on the body's first
+    use of ``ctx.step``: most bodies never touch it), they store nothing in a direct call.
     """
 
     job_id: uuid.UUID
@@ -94,11 +94,27 @@ class JobContext:
     tenant_id: str | None = None
     traceparent: str | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
-    step: Steps | AsyncSteps = field(default_factory=Steps)
     _on_progress: Callable[[Any], None] | None = None
+    _step: Steps | AsyncSteps | None = field(default=None, init=False, repr=False, compare=False)
+    _bind_step: Callable[[JobContext], Steps | AsyncSteps] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """Builds ``step`` from this context on first use (set by the worker's ``bind_steps``);
+    handed the context, never holding it: a reference cycle would wait for the collector."""
     _logger: logging.LoggerAdapter[logging.Logger] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+
+    @property
+    def step(self) -> Steps | AsyncSteps:
+        if self._step is None:
+            bind, self._bind_step = self._bind_step, None
+            self._step = bind(self) if bind is not None else Steps()
+        return self._step
+
+    @step.setter
+    def step(self, steps: Steps | AsyncSteps) -> None:
+        self._step, self._bind_step = steps, None
 
     @property
     def logger(self) -> logging.LoggerAdapter[logging.Logger]:

@@ -143,9 +143,10 @@ class BodyPool:
         return thread
 
     def idle(self) -> int:
-        """Threads not running or about to run a submitted callable."""
-        with self._busy_lock:
-            return self.size - self._busy
+        """Threads not running or about to run a submitted callable. A snapshot, read without
+        the lock (one attribute read cannot be torn; a count taken under the lock is as stale
+        by the time the caller acts on it): the worker asks several times per job."""
+        return self.size - self._busy
 
     def shutdown(self, *, timeout: float) -> list[str]:
         """Stop every thread once its current task ends; answers the names of threads still

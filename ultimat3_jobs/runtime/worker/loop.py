@@ -94,6 +94,7 @@ class Worker:
             on_done=self._done,
             hooks=self._hooks,
             on_retry=self._retry_written,
+            on_flushed=self._nudge,
         )
         self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
         hands = None if self._limits.limiter.active else self._take_handed
@@ -276,10 +277,9 @@ class Worker:
         self._bodies.start(attempt)
 
     def _free_slots(self) -> int:
-        """Slots free for a body now (waiting for an ack holds none; a held thread runs none)."""
-        with self._lock:
-            free = self.config.concurrency - self._slots_used
-        return max(0, min(free, self._bodies.pool.idle()))
+        """Slots free for a body now (waiting for an ack holds none; a held thread runs none);
+        a snapshot, read without the lock like ``BodyPool.idle``."""
+        return max(0, min(self.config.concurrency - self._slots_used, self._bodies.pool.idle()))
 
     def _release_slot(self, attempt: Attempt, *, wake: bool = True) -> None:
         with self._lock:
@@ -313,14 +313,14 @@ class Worker:
         self._nudge()  # after the next attempt took the slot: claim only when few wait
 
     def _done(self, attempt: Attempt, how: str) -> None:
-        """The settler wrote (or skipped) this attempt's ending: forget it."""
+        """The settler wrote (or skipped) this attempt's ending: forget it. (No nudge here: the
+        settler's ``on_flushed`` nudges once per flush; one per ending cost more than this.)"""
         if self._limits.done(attempt) and self._ahead.unpark():  # hook: limits; parked runs retry
             self._signal.set()
         self._release_slot(attempt)
         with self._lock:
             self._running.pop(attempt.job.id, None)
             self.settled_count += 1
-        self._nudge()
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
         """Progress for the next heartbeat (never the body's connection, whose row lock waits)."""

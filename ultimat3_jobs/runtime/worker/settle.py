@@ -61,11 +61,15 @@ class Settler(threading.Thread):
         on_done: Callable[[Attempt, str], None],
         hooks: BodyPool,
         on_retry: Callable[[float], None] | None = None,
+        on_flushed: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(name="jobs-settler", daemon=True)
         self._driver = driver
         self._config = config
         self._on_done = on_done
+        self._on_flushed = on_flushed
+        """Called once after each flush's ``on_done`` calls: what follows the whole batch
+        (the worker wakes its claim loop once per flush, not once per ending)."""
         self._on_retry = on_retry
         self._hooks = hooks
         self._worker_id = config.worker_id
@@ -110,6 +114,8 @@ class Settler(threading.Thread):
                 batch = self._gather()
                 if batch:
                     self._settle(batch)
+                    if self._on_flushed is not None:
+                        self._on_flushed()
         finally:
             close_thread_connections()
 
