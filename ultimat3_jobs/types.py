@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ultimat3_jobs.records import (  # noqa: F401
     COUNTER_OUTCOMES,
     COUNTER_PERIODS,
+    CRON_SCOPE,
     PAUSE_SCOPES,
     BulkResult,
     CounterPeriod,

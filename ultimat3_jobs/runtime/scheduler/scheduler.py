@@ -1,7 +1,7 @@
 """``Scheduler``: leader election, the dispatch round, catch-up, and an idle loop that touches
 the store only to renew its lease.
 
-Only the leader fires. It keeps each task's watermark and next occurrence in memory while it
+Only the leader fires. It keeps each cron's watermark and next occurrence in memory while it
 leads and fires each occurrence in one statement fenced by the old watermark and by its lease
 epoch, so two leaders (or an ex-leader waking late) can never fire one occurrence twice. Time is
 the store's: the lease statement answers the database's ``now()``, and the scheduler tracks it
@@ -29,7 +29,7 @@ from ultimat3_jobs.runtime.common.backoff import with_options
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 from ultimat3_jobs.runtime.common.pool import close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
-from ultimat3_jobs.types import CronState
+from ultimat3_jobs.types import CRON_SCOPE, CronState
 
 logger = logging.getLogger("ultimat3_jobs.scheduler")
 
@@ -74,7 +74,7 @@ def plan(
 ) -> list[tuple[datetime, bool]]:
     """What to do with the occurrences due since the watermark: ``(occurrence, dispatch)``
     steps, oldest first. An occurrence older than ``missed_after`` seconds was missed, and the
-    task's catch-up policy decides about those; the others fire.
+    cron's catch-up policy decides about those; the others fire.
 
     ``skip`` fires the latest occurrence due and skips the missed ones before it: the latest
     missed one fires when no recent one follows it. ``run-once`` fires the latest missed one
@@ -133,16 +133,16 @@ class Scheduler:
         return datetime.now().astimezone() + self._store_offset
 
     def run(self) -> int:
-        tasks = self.registry.crons()
+        crons = self.registry.crons()
         logger.info(
-            "jobs.scheduler.started: %s with %s task(s)", self.config.scheduler_id, len(tasks)
+            "jobs.scheduler.started: %s with %s cron(s)", self.config.scheduler_id, len(crons)
         )
         self.started.set()
         try:
             while not self._stop.is_set():
                 try:
                     if time.monotonic() >= self._renew_at:
-                        self._elect(tasks)
+                        self._elect(crons)
                     if self._epoch is not None:
                         self._round()
                 except STORE_ERRORS as exc:
@@ -164,7 +164,7 @@ class Scheduler:
 
     # -- leadership --------------------------------------------------------------------------
 
-    def _elect(self, tasks: list[JobDefinition]) -> None:
+    def _elect(self, crons: list[JobDefinition]) -> None:
         asked = time.monotonic()
         lease = self.driver.leader_attempt_elect(
             name=LEADER_NAME, holder=self.config.scheduler_id, ttl_seconds=self.config.lease_seconds
@@ -178,7 +178,7 @@ class Scheduler:
         self._lease_until = asked + self.config.lease_seconds * 0.9
         if self._epoch != lease.epoch:
             self._epoch = lease.epoch
-            self._sync(tasks)
+            self._sync(crons)
             logger.info(
                 "jobs.scheduler.leading: %s (epoch %s)", self.config.scheduler_id, lease.epoch
             )
@@ -191,10 +191,10 @@ class Scheduler:
         self._known.clear()
         self.leading.clear()
 
-    def _sync(self, tasks: list[JobDefinition]) -> None:
-        states = self.driver.scheduler_cron_sync(names=[d.name for d in tasks])
+    def _sync(self, crons: list[JobDefinition]) -> None:
+        states = self.driver.scheduler_cron_sync(names=[d.name for d in crons])
         self._known = {}
-        for definition in tasks:
+        for definition in crons:
             assert definition.schedule is not None
             self._remember(definition, definition.schedule, states[definition.name])
 
@@ -217,7 +217,7 @@ class Scheduler:
         due = [k for k in self._known.values() if k.next_due <= now and k.paused_until <= mono]
         if not due:
             return
-        paused = {p.target for p in self.driver.pause_list() if p.scope == "task"}
+        paused = {p.target for p in self.driver.pause_list() if p.scope == CRON_SCOPE}
         for known in due:
             if self._stop.is_set() or self._epoch is None:
                 return
@@ -228,7 +228,7 @@ class Scheduler:
 
     def _due_occurrences(self, known: _Known, now: datetime) -> list[datetime]:
         """The occurrences since the watermark that the catch-up policy can use: every recent
-        one, and only as many missed ones as it needs (after a long outage a per-second task
+        one, and only as many missed ones as it needs (after a long outage a per-second cron
         has millions; walking them all would outlast the lease)."""
         schedule, after = known.schedule, known.watermark
         horizon = now - timedelta(seconds=self.config.missed_after)
@@ -255,7 +255,7 @@ class Scheduler:
             )
             assert self._epoch is not None
             result = self.driver.scheduler_fire(
-                task=name,
+                cron=name,
                 old_watermark=known.watermark,
                 occurrence=occurrence,
                 dispatch=dispatch,
