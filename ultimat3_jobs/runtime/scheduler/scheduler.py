@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import ClassVar
 
-from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.cron import Schedule, idempotency_key
 from ultimat3_jobs.model.definitions import JobDefinition
@@ -25,9 +25,9 @@ from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
 from ultimat3_jobs.model.requests import build_request
-from ultimat3_jobs.runtime.common.backoff import with_options
+from ultimat3_jobs.runtime.common.config import FieldSource, FromSettings
 from ultimat3_jobs.runtime.common.ids import default_worker_id
-from ultimat3_jobs.runtime.common.pool import close_thread_connections
+from ultimat3_jobs.runtime.common.service import Service
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.types import CRON_SCOPE, CronState
 
@@ -38,7 +38,7 @@ PAUSED_RECHECK_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SchedulerConfig:
+class SchedulerConfig(FromSettings):
     """One scheduler process. ``renew_interval`` defaults to a third of the lease."""
 
     scheduler_id: str = field(default_factory=lambda: f"scheduler:{default_worker_id()}")
@@ -50,14 +50,10 @@ class SchedulerConfig:
     def renew_every(self) -> float:
         return self.renew_interval if self.renew_interval is not None else self.lease_seconds / 3
 
-    @classmethod
-    def from_settings(cls, settings: Settings | None = None, **options: Any) -> SchedulerConfig:
-        s = settings or get_settings()
-        config = cls(
-            lease_seconds=s.scheduler_lease_seconds,
-            missed_after=s.scheduler_missed_after_seconds,
-        )
-        return with_options(config, options)
+    SETTINGS: ClassVar[Mapping[str, FieldSource]] = {
+        "lease_seconds": "scheduler_lease_seconds",
+        "missed_after": "scheduler_missed_after_seconds",
+    }
 
 
 @dataclass(slots=True)
@@ -97,24 +93,17 @@ def plan(
     return steps
 
 
-class Scheduler:
+class Scheduler(Service[SchedulerConfig]):
     """Runs until stopped. Tests wait on ``leading`` (this process took the lease), ``fired``
     (a round dispatched a job) and ``stopped``."""
 
     def __init__(
-        self,
-        driver: JobDriver,
-        config: SchedulerConfig,
-        *,
-        registry: Registry | None = None,
+        self, driver: JobDriver, config: SchedulerConfig, *, registry: Registry | None = None
     ) -> None:
-        self.driver = driver
-        self.config = config
+        super().__init__(driver, config)
         self.registry = registry or default_registry
-        self.started = threading.Event()
         self.leading = threading.Event()
         self.fired = threading.Event()
-        self.stopped = threading.Event()
         self.fire_count = 0
         self._stop = threading.Event()
         self._epoch: int | None = None
@@ -122,6 +111,7 @@ class Scheduler:
         self._renew_at = 0.0
         self._store_offset = timedelta(0)
         self._known: dict[str, _Known] = {}
+        self._crons: list[JobDefinition] = []
 
     def request_stop(self, *, reason: str = "stop requested") -> None:
         """Stop after the round in hand; a leader resigns so a follower takes over at once."""
@@ -132,35 +122,35 @@ class Scheduler:
         """The store's clock, as tracked since the last lease statement."""
         return datetime.now().astimezone() + self._store_offset
 
-    def run(self) -> int:
-        crons = self.registry.crons()
+    def _open(self) -> None:
+        self._crons = self.registry.crons()
         logger.info(
-            "jobs.scheduler.started: %s with %s cron(s)", self.config.scheduler_id, len(crons)
+            "jobs.scheduler.started: %s with %s cron(s)",
+            self.config.scheduler_id,
+            len(self._crons),
         )
-        self.started.set()
-        try:
-            while not self._stop.is_set():
-                try:
-                    if time.monotonic() >= self._renew_at:
-                        self._elect(crons)
-                    if self._epoch is not None:
-                        self._round()
-                except STORE_ERRORS as exc:
-                    logger.warning("jobs.scheduler.store_failed: %s; retrying", exc)
-                    self.driver.reset_connection()
-                    self._lose("the store failed")
-                    self._renew_at = time.monotonic() + 1.0
-                self._stop.wait(self._sleep_for())
-        finally:
-            if self._epoch is not None:
-                try:
-                    self.driver.leader_resign(name=LEADER_NAME, holder=self.config.scheduler_id)
-                except STORE_ERRORS as exc:
-                    logger.warning("jobs.scheduler.resign_failed: %s", exc)
-            self.leading.clear()
-            close_thread_connections()
-            self.stopped.set()
-        return 0
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() >= self._renew_at:
+                    self._elect(self._crons)
+                if self._epoch is not None:
+                    self._round()
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.scheduler.store_failed: %s; retrying", exc)
+                self.driver.reset_connection()
+                self._lose("the store failed")
+                self._renew_at = time.monotonic() + 1.0
+            self._stop.wait(self._sleep_for())
+
+    def _close(self) -> None:
+        if self._epoch is not None:
+            try:
+                self.driver.leader_resign(name=LEADER_NAME, holder=self.config.scheduler_id)
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.scheduler.resign_failed: %s", exc)
+        self.leading.clear()
 
     # -- leadership --------------------------------------------------------------------------
 
