@@ -60,18 +60,14 @@ class StepStatements:
         params.update(kind=kind, status=status, output=output_json, error=error_json)
         statement = "step_put_done" if status == "done" else "step_put"
         landed = bool(run_direct(self._jobs, statement, params))
-        if not landed:
-            log_unowned(f"step {name!r} ({status})", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} ({status})", job_id, claim_token)
 
     def step_start_once(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, name: str, seq: int
     ) -> bool:
         params = _fenced_step(job_id, claim_token, name, seq)
         landed = bool(run_direct(self._jobs, "step_start_once", params))
-        if not landed:
-            log_unowned(f"step {name!r} (started)", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} (started)", job_id, claim_token)
 
     def step_wait(
         self,
