@@ -172,8 +172,8 @@ class Job(models.Model):
 
 
 class JobPause(models.Model):
-    """A paused queue, job name or task. The claim reads this table; a paused target's jobs
-    stay queued."""
+    """A paused queue, job name or cron (scope ``task``). The claim reads this table; a paused
+    target's jobs stay queued."""
 
     scope = models.CharField(max_length=16, choices=[(scope, scope) for scope in PAUSE_SCOPES])
     target = models.CharField(max_length=200)
@@ -301,9 +301,9 @@ class OutboxEntry(models.Model):
 
 
 class SchedulerTask(models.Model):
-    """Per cron task: the last occurrence dealt with (the watermark, fired or skipped) and the
-    last one that dispatched a job. An occurrence fires in one statement fenced by the
-    watermark, so no occurrence fires twice."""
+    """Per cron (the model and table keep their first name): the last occurrence dealt with
+    (the watermark, fired or skipped) and the last one that dispatched a job. An occurrence
+    fires in one statement fenced by the watermark, so no occurrence fires twice."""
 
     name = models.CharField(max_length=200, primary_key=True)
     watermark = models.DateTimeField()

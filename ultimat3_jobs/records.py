@@ -15,6 +15,9 @@ from typing import Literal
 
 PauseScope = Literal["queue", "job", "task"]
 PAUSE_SCOPES: tuple[PauseScope, ...] = ("queue", "job", "task")
+CRON_SCOPE: PauseScope = "task"
+"""The scope of a cron's pause. It keeps its stored name (``x_job_pauses.scope``), the one
+place a cron is still called a task."""
 CounterPeriod = Literal["minute", "hour"]
 COUNTER_PERIODS: tuple[CounterPeriod, ...] = ("minute", "hour")
 COUNTER_OUTCOMES: tuple[str, ...] = (
@@ -30,7 +33,7 @@ COUNTER_OUTCOMES: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pause:
-    """A paused queue, job name or task: a row the claim reads."""
+    """A paused queue, job name or cron: a row the claim reads."""
 
     scope: PauseScope
     target: str
@@ -59,7 +62,7 @@ class WorkerRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CronState:
-    """A cron task's durable state: the last occurrence dealt with (fired or skipped), and the
+    """A cron's durable state: the last occurrence dealt with (fired or skipped), and the
     last one that dispatched a job."""
 
     name: str

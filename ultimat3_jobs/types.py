@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ultimat3_jobs.records import (  # noqa: F401
     COUNTER_OUTCOMES,
     COUNTER_PERIODS,
+    CRON_SCOPE,
     PAUSE_SCOPES,
     BulkResult,
     CounterPeriod,
@@ -240,8 +241,9 @@ class AttemptError:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class JobRecord:
-    """A job as an operator or a result reader sees it (every column but the lease internals)."""
+class JobHead:
+    """What every read of a job answers first, whole or as a list's line: which job, where it
+    waits, in what state, and when it is due."""
 
     id: uuid.UUID
     name: str
@@ -249,6 +251,12 @@ class JobRecord:
     state: JobState
     priority: int
     run_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRecord(JobHead):
+    """A job as an operator or a result reader sees it (every column but the lease internals)."""
+
     input: Any
     idempotency_key: str | None
     tenant_id: str | None
@@ -304,16 +312,10 @@ class RescuedJob:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class JobSummary:
+class JobSummary(JobHead):
     """A job as one line of a list: no input, result, progress or tracebacks, only how many
     attempts failed and the last failure's class and message."""
 
-    id: uuid.UUID
-    name: str
-    queue: str
-    state: JobState
-    priority: int
-    run_at: datetime
     idempotency_key: str | None
     tenant_id: str | None
     attempt: int

@@ -1,5 +1,5 @@
 """The scheduler's store methods, on both drivers: the leader lease (``leader_attempt_elect``,
-``leader_resign``), task state (``scheduler_cron_sync``) and the fenced fire
+``leader_resign``), cron state (``scheduler_cron_sync``) and the fenced fire
 (``scheduler_fire``)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ultimat3_jobs.model.requests import build_request
 from ultimat3_jobs.types import JobState
 
 LEADER = "scheduler"
-TASK = "tests.every_second"
+CRON = "tests.every_second"
 TTL = 30.0
 
 
@@ -73,17 +73,17 @@ def elect(driver, holder, ttl=TTL):
 
 
 def occurrence_after(watermark, seconds=1):
-    """A whole-second occurrence after ``watermark``, as a per-second task would have."""
+    """A whole-second occurrence after ``watermark``, as a per-second cron would have."""
     return watermark.replace(microsecond=0) + timedelta(seconds=seconds)
 
 
-def fire(driver, *, old, occurrence, holder="a", epoch=1, dispatch=True, task=TASK):
-    definition = registry.get(task).definition
+def fire(driver, *, old, occurrence, holder="a", epoch=1, dispatch=True, cron=CRON):
+    definition = registry.get(cron).definition
     request = build_request(
-        definition, {}, EnqueueOptions(idempotency_key=idempotency_key(task, occurrence))
+        definition, {}, EnqueueOptions(idempotency_key=idempotency_key(cron, occurrence))
     )
     result = driver.scheduler_fire(
-        task=task,
+        cron=cron,
         old_watermark=old,
         occurrence=occurrence,
         dispatch=dispatch,
@@ -95,7 +95,7 @@ def fire(driver, *, old, occurrence, holder="a", epoch=1, dispatch=True, task=TA
     return result, request
 
 
-def sync_one(driver, name=TASK):
+def sync_one(driver, name=CRON):
     states = driver.scheduler_cron_sync(names=[name])
     assert set(states) == {name}
     return states[name]
@@ -173,12 +173,12 @@ def test_leases_of_different_names_are_independent(driver):
     assert driver.leader_attempt_elect(name="one", holder="b", ttl_seconds=TTL) is None
 
 
-# -- task state -------------------------------------------------------------------------------
+# -- cron state -------------------------------------------------------------------------------
 
 
-def test_sync_starts_a_new_task_at_now(driver):
+def test_sync_starts_a_new_cron_at_now(driver):
     state = sync_one(driver)
-    assert state.name == TASK
+    assert state.name == CRON
     assert close_to_now(state.watermark)
     assert state.last_fire_at is None
     assert state.last_job_id is None
@@ -186,8 +186,8 @@ def test_sync_starts_a_new_task_at_now(driver):
 
 def test_sync_keeps_a_known_watermark(driver):
     first = sync_one(driver)
-    again = driver.scheduler_cron_sync(names=[TASK, "tests.paris_daily"])
-    assert again[TASK].watermark == first.watermark
+    again = driver.scheduler_cron_sync(names=[CRON, "tests.paris_daily"])
+    assert again[CRON].watermark == first.watermark
     assert close_to_now(again["tests.paris_daily"].watermark)
 
 
@@ -207,18 +207,18 @@ def test_sync_of_no_names_answers_nothing(driver):
     assert driver.scheduler_cron_sync(names=[]) == {}
 
 
-def test_cron_read_answers_known_tasks_and_writes_nothing(driver):
-    assert driver.scheduler_cron_read(names=[TASK]) == {}
-    assert driver.scheduler_cron_read(names=[TASK]) == {}  # the first read wrote nothing
+def test_cron_read_answers_known_crons_and_writes_nothing(driver):
+    assert driver.scheduler_cron_read(names=[CRON]) == {}
+    assert driver.scheduler_cron_read(names=[CRON]) == {}  # the first read wrote nothing
     state = sync_one(driver)
     assert elect(driver, "a").epoch == 1
     occurrence = occurrence_after(state.watermark)
     _, request = fire(driver, old=state.watermark, occurrence=occurrence)
-    found = driver.scheduler_cron_read(names=[TASK, "tests.paris_daily", TASK])
-    assert list(found) == [TASK]
-    assert found[TASK].watermark == occurrence
-    assert found[TASK].last_fire_at == occurrence
-    assert found[TASK].last_job_id == request.id
+    found = driver.scheduler_cron_read(names=[CRON, "tests.paris_daily", CRON])
+    assert list(found) == [CRON]
+    assert found[CRON].watermark == occurrence
+    assert found[CRON].last_fire_at == occurrence
+    assert found[CRON].last_job_id == request.id
     assert driver.scheduler_cron_read(names=[]) == {}
 
 
@@ -233,9 +233,9 @@ def test_fire_moves_the_watermark_and_inserts_a_due_job_with_the_occurrence_key(
     assert result.moved is True
     assert result.job_id == request.id
     record = get(driver, request.id)
-    assert record.name == TASK
+    assert record.name == CRON
     assert record.state is JobState.QUEUED
-    assert record.idempotency_key == f"task:{int(occurrence.timestamp())}:{TASK}"
+    assert record.idempotency_key == f"task:{int(occurrence.timestamp())}:{CRON}"
     assert record.run_at <= utcnow()
     assert close_to_now(record.created_at)
     assert sync_one(driver).watermark == occurrence
@@ -312,7 +312,7 @@ def test_a_fire_with_no_lease_at_all_moves_nothing(driver):
     assert job_count(driver) == 0
 
 
-def test_a_fire_for_a_task_never_synced_moves_nothing(driver):
+def test_a_fire_for_a_cron_never_synced_moves_nothing(driver):
     assert elect(driver, "a").epoch == 1
     now = utcnow()
     result, _ = fire(driver, old=now, occurrence=occurrence_after(now))
@@ -358,11 +358,11 @@ def test_a_fire_whose_key_is_live_moves_without_a_second_job(driver):
     state = sync_one(driver)
     assert elect(driver, "a").epoch == 1
     occurrence = occurrence_after(state.watermark)
-    existing = enqueue(driver, name=TASK, idempotency_key=idempotency_key(TASK, occurrence))
+    existing = enqueue(driver, name=CRON, idempotency_key=idempotency_key(CRON, occurrence))
     result, _ = fire(driver, old=state.watermark, occurrence=occurrence)
     assert (result.moved, result.job_id) == (True, None)
     assert job_count(driver) == 1
-    assert get(driver, existing).idempotency_key == idempotency_key(TASK, occurrence)
+    assert get(driver, existing).idempotency_key == idempotency_key(CRON, occurrence)
     assert sync_one(driver).watermark == occurrence
 
 
@@ -378,21 +378,21 @@ def test_a_fire_whose_key_is_live_keeps_the_last_job_id_of_the_last_job_it_inser
     assert sync_one(driver).last_job_id == request.id
 
     second = occurrence_after(state.watermark, 2)
-    existing = enqueue(driver, name=TASK, idempotency_key=idempotency_key(TASK, second))
+    existing = enqueue(driver, name=CRON, idempotency_key=idempotency_key(CRON, second))
     result, refused = fire(driver, old=first, occurrence=second)
     assert (result.moved, result.job_id) == (True, None)
     after = sync_one(driver)
     assert after.watermark == second
     assert after.last_job_id == request.id
     assert after.last_job_id not in (refused.id, existing)
-    assert get(driver, after.last_job_id).name == TASK
+    assert get(driver, after.last_job_id).name == CRON
 
 
 def test_a_first_fire_whose_key_is_live_writes_no_last_job_id(driver):
     state = sync_one(driver)
     assert elect(driver, "a").epoch == 1
     occurrence = occurrence_after(state.watermark)
-    enqueue(driver, name=TASK, idempotency_key=idempotency_key(TASK, occurrence))
+    enqueue(driver, name=CRON, idempotency_key=idempotency_key(CRON, occurrence))
     result, _ = fire(driver, old=state.watermark, occurrence=occurrence)
     assert (result.moved, result.job_id) == (True, None)
     assert sync_one(driver).last_job_id is None

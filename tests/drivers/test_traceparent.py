@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.drivers.support import claim_one, request
-from tests.drivers.test_scheduler import LEADER, TASK, TTL, elect, occurrence_after, sync_one
+from tests.drivers.test_scheduler import CRON, LEADER, TTL, elect, occurrence_after, sync_one
 from ultimat3_jobs.model.cron import idempotency_key
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import registry
@@ -30,11 +30,11 @@ def test_scheduler_fire_keeps_the_traceparent_of_its_request(driver):
     assert elect(driver, "a", ttl=TTL) is not None
     state = sync_one(driver)
     occurrence = occurrence_after(state.watermark)
-    definition = registry.get(TASK).definition
-    options = EnqueueOptions(idempotency_key=idempotency_key(TASK, occurrence))
+    definition = registry.get(CRON).definition
+    options = EnqueueOptions(idempotency_key=idempotency_key(CRON, occurrence))
     fired = replace(build_request(definition, {}, options), traceparent=HEADER)
     result = driver.scheduler_fire(
-        task=TASK,
+        cron=CRON,
         old_watermark=state.watermark,
         occurrence=occurrence,
         dispatch=True,

@@ -286,10 +286,20 @@ def test_pause_and_resume_a_job_name(driver):
     assert claim_ids(driver) == [paused]
 
 
-def test_pause_and_resume_a_task(driver):
-    assert verbs.pause_task(driver, "tests.every_second", reason="noisy") is True
+def test_pause_and_resume_a_cron(driver):
+    """A cron's pause keeps its stored scope, ``task``."""
+    assert verbs.pause_cron(driver, "tests.every_second", reason="noisy") is True
     assert [(p.scope, p.target) for p in driver.pause_list()] == [("task", "tests.every_second")]
-    assert verbs.resume_task(driver, "tests.every_second") is True
+    assert verbs.resume_cron(driver, "tests.every_second") is True
+    assert driver.pause_list() == []
+
+
+def test_the_task_names_of_the_cron_verbs_still_work_and_warn(driver):
+    with pytest.warns(DeprecationWarning, match="use pause_cron"):
+        assert verbs.pause_task(driver, "tests.every_second") is True
+    assert [(p.scope, p.target) for p in driver.pause_list()] == [("task", "tests.every_second")]
+    with pytest.warns(DeprecationWarning, match="use resume_cron"):
+        assert verbs.resume_task(driver, "tests.every_second") is True
     assert driver.pause_list() == []
 
 

@@ -194,7 +194,7 @@ def test_the_shared_insert_keeps_each_path_s_rules() -> None:
         "id": uuid.uuid4(),
         "run_at": later,
         "idempotency_key": "occurrence",
-        "task": "tests.every_second",
+        "cron": "tests.every_second",
         "old_watermark": state[1],
         "occurrence": state[1] + timedelta(seconds=1),
         "dispatch": True,

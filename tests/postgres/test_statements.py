@@ -204,7 +204,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "outbox_count_published": {"before": "2000-01-01T00:00:00Z", "limit": 10},
     "scheduler_fire": {
         **ENQUEUE,
-        "task": "tests.every_second",
+        "cron": "tests.every_second",
         "old_watermark": "2026-01-01T00:00:00+00:00",
         "occurrence": "2026-01-01T00:00:01+00:00",
         "dispatch": True,

@@ -25,7 +25,7 @@ def _isolated_registry() -> Iterator[None]:
 
 
 def _body(ctx: Any) -> None:
-    """A task body at module level."""
+    """A cron body at module level."""
 
 
 def utc(*parts: int) -> datetime:
@@ -120,6 +120,25 @@ def test_max_catch_up_out_of_range_is_refused(limit: Any) -> None:
     assert "'tests.sched.bad'" in message
     assert f"max_catch_up must be an integer from 1 to {MAX_CATCH_UP_LIMIT}" in message
     assert repr(limit) in message
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"cron": "0 3 * * *", "tz": ""},
+        {"cron": "0 3 * * *", "tz": "Mars/Olympus_Mons"},
+        {"cron": "61 * * * *", "tz": "UTC"},
+        {"cron": "0 0 30 2 *", "tz": "UTC"},
+        {"cron": "0 3 * * *", "tz": "UTC", "catch_up": "sometimes"},
+        {"cron": "0 3 * * *", "tz": "UTC", "catch_up": "all", "max_catch_up": 0},
+        {"tz": "UTC"},
+    ],
+    ids=["tz-empty", "tz-unknown", "cron-invalid", "never-fires", "catch-up", "max", "required"],
+)
+def test_every_schedule_refusal_names_the_cron_as_a_cron(options: dict[str, Any]) -> None:
+    """One word per meaning: a schedule's refusal opens with ``cron '<name>':``, as the missing
+    field's does and as the cron guide shows ("task" is kept for ``django.tasks``)."""
+    assert refused(**options).startswith("cron 'tests.sched.bad': ")
 
 
 def _takes_keyword(ctx: Any, *, report_id: int) -> None: ...

@@ -11,6 +11,7 @@ dot first, so that the table fits a 1,400 px window.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -143,6 +144,19 @@ def moment(value: datetime | None) -> str:
     )
 
 
+def cell(
+    description: str, attribute: str, render: Callable[[Any], str], *, ordering: str | None = None
+) -> Callable[[Any, Any], str]:
+    """A list column that shows one attribute of the row through ``render``, headed
+    ``description`` (sorted by ``ordering`` when given)."""
+
+    @admin.display(description=description, ordering=ordering)
+    def show(_admin: Any, obj: Any) -> str:
+        return render(getattr(obj, attribute))
+
+    return show
+
+
 class JobListColumns:
     """The cells of the job changelist (``list_display``)."""
 
@@ -155,13 +169,8 @@ class JobListColumns:
         title = text if key is None else f"{text} · idempotency key {key}"
         return format_html('<code class="u3j-nowrap" title="{}">…{}</code>', title, text[-12:])
 
-    @admin.display(description="name")
-    def job_name(self, obj: Job) -> str:
-        return breakable(obj.name)
-
-    @admin.display(description="queue")
-    def job_queue(self, obj: Job) -> str:
-        return breakable(obj.queue)
+    job_name = cell("name", "name", breakable)
+    job_queue = cell("queue", "queue", breakable)
 
     @admin.display(description="state")
     def state_badge(self, obj: Job) -> str:
@@ -171,17 +180,9 @@ class JobListColumns:
     def tenant(self, obj: Job) -> str:
         return breakable(obj.tenant_id) if obj.tenant_id else "-"
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj: Job) -> str:
-        return moment(obj.created_at)
-
-    @admin.display(description="due")
-    def due(self, obj: Job) -> str:
-        return moment(obj.run_at)
-
-    @admin.display(description="finished")
-    def finished(self, obj: Job) -> str:
-        return moment(obj.finished_at)
+    created = cell("created", "created_at", moment, ordering="created_at")
+    due = cell("due", "run_at", moment)
+    finished = cell("finished", "finished_at", moment)
 
     @admin.display(description="attempts")
     def attempts(self, obj: Job) -> str:

@@ -25,6 +25,7 @@ from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.cron import Schedule
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import JobPause, SchedulerTask
+from ultimat3_jobs.types import CRON_SCOPE
 
 
 @admin.register(SchedulerTask)
@@ -47,7 +48,7 @@ class CronAdmin(OperatorRecordsAdmin):
     def get_queryset(self, request: HttpRequest) -> Any:
         if not reads_orm():
             return super().get_queryset(request)
-        pauses = JobPause.objects.filter(scope="task", target=OuterRef("name"))
+        pauses = JobPause.objects.filter(scope=CRON_SCOPE, target=OuterRef("name"))
         rows: QuerySet[SchedulerTask] = SchedulerTask.objects.using(get_settings().database)
         return rows.annotate(is_paused=Exists(pauses)).order_by("name")
 

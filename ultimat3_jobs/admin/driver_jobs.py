@@ -1,5 +1,5 @@
-"""What the admin's pages read from a store the ORM cannot read: jobs, workers, pauses and cron
-tasks as unsaved model instances built from the driver's operator reads (see
+"""What the admin's pages read from a store the ORM cannot read: jobs, workers, pauses and crons
+as unsaved model instances built from the driver's operator reads (see
 :mod:`~ultimat3_jobs.admin.driver_rows` for when and why).
 
 Layer: surface. Reads through ``job_list`` and ``job_get`` (jobs), ``worker_list``,
@@ -22,7 +22,7 @@ from ultimat3_jobs.admin.driver_rows import DriverRows, ListedRows, matches
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX, JobDriver
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import Job, JobPause, JobWorker, SchedulerTask
-from ultimat3_jobs.types import JobRecord, JobState, JobSummary
+from ultimat3_jobs.types import CRON_SCOPE, JobRecord, JobState, JobSummary
 
 _STATES = frozenset(state.value for state in JobState)
 
@@ -192,7 +192,7 @@ def cron_rows(driver: JobDriver, names: Sequence[str] | None = None) -> ListedRo
     def load() -> list[SchedulerTask]:
         wanted = sorted(c.name for c in registry.crons()) if names is None else list(names)
         states = driver.scheduler_cron_read(names=wanted)
-        paused = {pause.target for pause in driver.pause_list() if pause.scope == "task"}
+        paused = {pause.target for pause in driver.pause_list() if pause.scope == CRON_SCOPE}
         rows = []
         for name in sorted(states):
             state = states[name]

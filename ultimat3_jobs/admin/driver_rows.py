@@ -215,7 +215,7 @@ class DriverValues:
 
 
 class ListedRows(DriverRows):
-    """Rows of a short list the driver answers whole (workers, pauses, cron tasks), read once
+    """Rows of a short list the driver answers whole (workers, pauses, crons), read once
     per request and filtered here."""
 
     def __init__(

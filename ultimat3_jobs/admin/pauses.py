@@ -1,4 +1,4 @@
-"""Pauses: every paused queue, job name and task, read-only, with an action that lifts them.
+"""Pauses: every paused queue, job name and cron, read-only, with an action that lifts them.
 
 Layer: surface. Rows are read through the ORM (or the driver, where the ORM cannot read the
 store); a pause is made on the queues page or with ``manage.py jobs pause``, and lifted

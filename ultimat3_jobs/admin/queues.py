@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin
 
 TARGET_MAX_LENGTH = 200
-"""The longest queue, job or task name a pause can hold (``x_job_pauses.target``)."""
+"""The longest queue, job or cron name a pause can hold (``x_job_pauses.target``)."""
 
 OPERATIONS = ("pause", "resume")
 
@@ -94,7 +94,7 @@ def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRespo
 
 
 def change_pause(request: HttpRequest) -> HttpResponse:
-    """Pause or resume one queue, job name or task, then back to the page (POST, redirect,
+    """Pause or resume one queue, job name or cron, then back to the page (POST, redirect,
     GET). Refused with 403 without ``pause_queue``."""
     if not has(request.user, PAUSE_QUEUE):
         raise PermissionDenied

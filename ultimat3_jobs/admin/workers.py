@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.db.models.functions import Now
 from django.http import HttpRequest
 
+from ultimat3_jobs.admin.changelist import cell
 from ultimat3_jobs.admin.driver_jobs import worker_rows
 from ultimat3_jobs.admin.driver_rows import DriverRows
 from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin
@@ -89,10 +90,5 @@ class JobWorkerAdmin(OperatorRecordsAdmin):
     def driver_rows(self, driver: JobDriver) -> DriverRows:
         return worker_rows(driver)
 
-    @admin.display(description="queues")
-    def queue_list(self, obj: JobWorker) -> str:
-        return queues_text(obj.queues)
-
-    @admin.display(description="demand")
-    def waiting(self, obj: JobWorker) -> str:
-        return demand_text(obj.demand)
+    queue_list = cell("queues", "queues", queues_text)
+    waiting = cell("demand", "demand", demand_text)

@@ -242,7 +242,7 @@ class JobDriver(
     def scheduler_fire(
         self,
         *,
-        task: str,
+        cron: str,
         old_watermark: datetime,
         occurrence: datetime,
         dispatch: bool,
@@ -251,19 +251,19 @@ class JobDriver(
         holder: str,
         epoch: int,
     ) -> FireResult:
-        """Deal with one occurrence in one write: move ``task``'s watermark from
+        """Deal with one occurrence in one write: move the watermark of cron ``cron`` from
         ``old_watermark`` to ``occurrence`` only while ``holder`` leads ``leader`` at
         ``epoch``, and, when ``dispatch``, insert ``request`` (due now) only where the
         watermark moved."""
 
     @abc.abstractmethod
     def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
-        """The state of each named task; a task never seen before starts with its watermark
+        """The state of each named cron; a cron never seen before starts with its watermark
         at now, so it never replays its history."""
 
     @abc.abstractmethod
     def scheduler_cron_read(self, *, names: Sequence[str]) -> dict[str, CronState]:
-        """The state of each named task the store holds, for an operator: a task never seen
+        """The state of each named cron the store holds, for an operator: a cron never seen
         is left out, and nothing is written."""
 
     # -- wake and the worker registry ------------------------------------------------------

@@ -111,7 +111,7 @@ class OperatorSeam(abc.ABC):
     def pause_add(
         self, *, scope: PauseScope, target: str, paused_by: str = "", reason: str = ""
     ) -> bool:
-        """Pause a queue, a job name or a task. Answers whether it was not paused before."""
+        """Pause a queue, a job name or a cron. Answers whether it was not paused before."""
 
     @abc.abstractmethod
     def pause_list(self) -> list[Pause]:

@@ -115,8 +115,8 @@ def add_verbs(parser: CommandParser) -> None:
         target = action.add_mutually_exclusive_group(required=True)
         target.add_argument("--queue", metavar="QUEUE")
         target.add_argument("--job", metavar="NAME")
-        # The pause scope keeps its stored name, "task"; --task stays as an alias.
-        target.add_argument("--cron", "--task", dest="task", metavar="NAME")
+        # --task stays as an alias of --cron (the pause scope's stored name).
+        target.add_argument("--cron", "--task", dest="cron", metavar="NAME")
         if verb == "pause":
             action.add_argument("--reason", default="", help="Why, for whoever reads it.")
 

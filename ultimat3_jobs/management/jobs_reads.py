@@ -16,7 +16,7 @@ from ultimat3_jobs.management.jobs_output import ListingVerbs
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.operator import introspection
 from ultimat3_jobs.operator.redaction import REDACTED
-from ultimat3_jobs.types import JobState
+from ultimat3_jobs.types import CRON_SCOPE, JobState
 
 LAST_ERROR_WIDTH = 60
 
@@ -27,7 +27,7 @@ def cron_rows() -> list[dict[str, Any]]:
     driver = get_driver()
     crons = registry.crons()
     states = driver.scheduler_cron_read(names=[c.name for c in crons])
-    paused = {pause.target for pause in driver.pause_list() if pause.scope == "task"}
+    paused = {pause.target for pause in driver.pause_list() if pause.scope == CRON_SCOPE}
     now = datetime.now(UTC)
     rows = []
     for definition in crons:

@@ -1,6 +1,6 @@
-"""Cron schedules in a time zone: which instants a task's occurrences fall on.
+"""Cron schedules in a time zone: which instants a cron's occurrences fall on.
 
-Layer L3 (job model). Occurrences are computed on the local wall clock of the task's zone and
+Layer L3 (job model). Occurrences are computed on the local wall clock of the cron's zone and
 then placed on the UTC timeline:
 
 * a local time that does not exist (the clock jumps forward over it) runs once, shifted forward
@@ -43,39 +43,39 @@ class Schedule:
     catch_up: CatchUp = "skip"
     max_catch_up: int = MAX_CATCH_UP_DEFAULT
 
-    def check(self, task: str) -> None:
-        """Refuse a bad schedule, naming the task and what is wrong with it."""
+    def check(self, name: str) -> None:
+        """Refuse a bad schedule, naming the cron and what is wrong with it."""
         if not isinstance(self.tz, str) or not self.tz:
             raise JobDeclarationInvalid(
-                f"task {task!r}: tz must be an IANA time zone name such as 'Europe/Paris' or "
+                f"cron {name!r}: tz must be an IANA time zone name such as 'Europe/Paris' or "
                 f"'UTC'; got {self.tz!r}"
             )
         try:
             ZoneInfo(self.tz)
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise JobDeclarationInvalid(
-                f"task {task!r}: tz {self.tz!r} is not a known time zone ({exc})"
+                f"cron {name!r}: tz {self.tz!r} is not a known time zone ({exc})"
             ) from None
         if not isinstance(self.cron, str) or not croniter.is_valid(self.cron):
             raise JobDeclarationInvalid(
-                f"task {task!r}: cron {self.cron!r} is not a valid cron expression (5 fields: "
+                f"cron {name!r}: cron {self.cron!r} is not a valid cron expression (5 fields: "
                 "minute hour day month weekday, or 6 with seconds last)"
             )
         try:
             self.next_after(datetime.now(UTC))
         except Exception as exc:  # croniter's "no date matches" and its kin
             raise JobDeclarationInvalid(
-                f"task {task!r}: cron {self.cron!r} never fires ({exc})"
+                f"cron {name!r}: cron {self.cron!r} never fires ({exc})"
             ) from None
         if self.catch_up not in CATCH_UP_POLICIES:
             raise JobDeclarationInvalid(
-                f"task {task!r}: catch_up must be one of {', '.join(CATCH_UP_POLICIES)}; "
+                f"cron {name!r}: catch_up must be one of {', '.join(CATCH_UP_POLICIES)}; "
                 f"got {self.catch_up!r}"
             )
         limit = self.max_catch_up
         if not whole_number(limit, 1, MAX_CATCH_UP_LIMIT):
             raise JobDeclarationInvalid(
-                f"task {task!r}: max_catch_up must be an integer from 1 to {MAX_CATCH_UP_LIMIT}; "
+                f"cron {name!r}: max_catch_up must be an integer from 1 to {MAX_CATCH_UP_LIMIT}; "
                 f"got {limit!r}"
             )
 
@@ -116,6 +116,7 @@ class Schedule:
             last = instant
 
 
-def idempotency_key(task: str, occurrence: datetime) -> str:
-    """The occurrence-scoped key of a fired task: ``task:<epoch seconds>:<name>``."""
-    return f"task:{int(occurrence.timestamp())}:{task}"
+def idempotency_key(name: str, occurrence: datetime) -> str:
+    """The occurrence-scoped key of a fired cron: ``task:<epoch seconds>:<name>``. The prefix is
+    a stored and documented value, so it keeps its old word."""
+    return f"task:{int(occurrence.timestamp())}:{name}"

@@ -11,6 +11,7 @@ were, whatever the reason.
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -26,7 +27,7 @@ from ultimat3_jobs.errors import (
     JobsError,
     StoreRefused,
 )
-from ultimat3_jobs.types import LIVE_STATES, BulkResult, JobState, PauseScope
+from ultimat3_jobs.types import CRON_SCOPE, LIVE_STATES, BulkResult, JobState, PauseScope
 from ultimat3_jobs.values import whole_number
 
 RETRY_FAILED_CHUNK = 1000
@@ -220,7 +221,7 @@ def retry_failed(driver: JobDriver, name: str, limit: int | None = None) -> Bulk
 def pause(
     driver: JobDriver, *, scope: PauseScope, target: str, paused_by: str = "", reason: str = ""
 ) -> bool:
-    """Pause a queue, a job name or a task. Answers whether it was not paused before (pausing
+    """Pause a queue, a job name or a cron. Answers whether it was not paused before (pausing
     twice keeps the first pause, its author and reason). Refused:
     :class:`~ultimat3_jobs.errors.PauseInvalid`."""
     return driver.pause_add(scope=scope, target=target, paused_by=paused_by, reason=reason)
@@ -252,12 +253,24 @@ def resume_job(driver: JobDriver, name: str) -> bool:
     return resume(driver, scope="job", target=name)
 
 
+def pause_cron(driver: JobDriver, name: str, *, paused_by: str = "", reason: str = "") -> bool:
+    """Stop the scheduler firing cron ``name``; its missed occurrences follow its catch-up
+    policy when it resumes."""
+    return pause(driver, scope=CRON_SCOPE, target=name, paused_by=paused_by, reason=reason)
+
+
+def resume_cron(driver: JobDriver, name: str) -> bool:
+    """Let the scheduler fire cron ``name`` again."""
+    return resume(driver, scope=CRON_SCOPE, target=name)
+
+
 def pause_task(driver: JobDriver, name: str, *, paused_by: str = "", reason: str = "") -> bool:
-    """Stop the scheduler firing cron task ``name``; its missed occurrences follow its
-    catch-up policy when it resumes."""
-    return pause(driver, scope="task", target=name, paused_by=paused_by, reason=reason)
+    """Deprecated name of :func:`pause_cron` ("task" now means a ``django.tasks`` task only)."""
+    warnings.warn("pause_task is deprecated: use pause_cron", DeprecationWarning, stacklevel=2)
+    return pause_cron(driver, name, paused_by=paused_by, reason=reason)
 
 
 def resume_task(driver: JobDriver, name: str) -> bool:
-    """Let the scheduler fire cron task ``name`` again."""
-    return resume(driver, scope="task", target=name)
+    """Deprecated name of :func:`resume_cron`."""
+    warnings.warn("resume_task is deprecated: use resume_cron", DeprecationWarning, stacklevel=2)
+    return resume_cron(driver, name)

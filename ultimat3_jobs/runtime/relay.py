@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.drivers.base import JobDriver, OutboxStore, WakeSubscription
-from ultimat3_jobs.runtime.common.backoff import IdleBackoff, PollTimes, with_options
+from ultimat3_jobs.runtime.common.backoff import IdleBackoff, PollTimes
+from ultimat3_jobs.runtime.common.config import FieldSource
 from ultimat3_jobs.runtime.common.ids import default_worker_id
-from ultimat3_jobs.runtime.common.pool import close_thread_connections
+from ultimat3_jobs.runtime.common.service import Service
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS, STORE_UNREACHABLE
 from ultimat3_jobs.types import EnqueueRequest
 
@@ -38,29 +39,22 @@ class RelayConfig(PollTimes):
     batch_size: int = 500
     lease_seconds: float = 60.0
 
-    @classmethod
-    def from_settings(cls, settings: Settings | None = None, **options: Any) -> RelayConfig:
-        s = settings or get_settings()
-        config = cls(
-            **PollTimes.settings_of(s),
-            batch_size=s.relay_batch_size,
-            lease_seconds=s.relay_lease_seconds,
-        )
-        return with_options(config, options)
+    SETTINGS: ClassVar[Mapping[str, FieldSource]] = {
+        **PollTimes.SETTINGS,
+        "batch_size": "relay_batch_size",
+        "lease_seconds": "relay_lease_seconds",
+    }
 
 
-class Relay:
+class Relay(Service[RelayConfig]):
     """Publishes staged jobs until stopped. Tests wait on ``started``, ``idle``, ``published``
     (a batch landed) and ``stopped``."""
 
     def __init__(self, outbox: OutboxStore, driver: JobDriver, config: RelayConfig) -> None:
+        super().__init__(driver, config)
         self.outbox = outbox
-        self.driver = driver
-        self.config = config
-        self.started = threading.Event()
         self.idle = threading.Event()
         self.published = threading.Event()
-        self.stopped = threading.Event()
         self.published_count = 0
         self._signal = threading.Event()
         self._running = True
@@ -80,46 +74,44 @@ class Relay:
     def wake_live(self) -> bool:
         return self._wake is not None and self._wake.is_live()
 
-    def run(self) -> int:
+    def _open(self) -> None:
         if self.config.use_wake:
             self._wake = self.outbox.wake_subscribe(on_wake=self._on_wake)
         logger.info("jobs.relay.started: %s", self.config.relay_id)
-        self.started.set()
+
+    def _serve(self) -> None:
         store_wait = self.config.poll_floor
-        try:
-            while self._running:
-                self._signal.clear()
-                try:
-                    rows = self.outbox.outbox_claim(
-                        relay_id=self.config.relay_id,
-                        limit=self.config.batch_size,
-                        lease_seconds=self.config.lease_seconds,
-                    )
-                    if rows:
-                        self._publish(rows)
-                    store_wait = self.config.poll_floor
-                except STORE_ERRORS as exc:
-                    logger.warning("jobs.relay.store_failed: %s; retrying", exc)
-                    self.outbox.reset_connection()
-                    self.driver.reset_connection()
-                    store_wait = min(store_wait * 2, STORE_RETRY_CEILING_SECONDS)
-                    self._signal.wait(store_wait)
-                    continue
-                if len(rows) == self.config.batch_size:
-                    continue  # more may be waiting
+        while self._running:
+            self._signal.clear()
+            try:
+                rows = self.outbox.outbox_claim(
+                    relay_id=self.config.relay_id,
+                    limit=self.config.batch_size,
+                    lease_seconds=self.config.lease_seconds,
+                )
                 if rows:
-                    self._backoff.reset()
-                self.idle.set()
-                self._signal.wait(self._backoff.next(wake_live=self.wake_live))
-        finally:
-            if self._wake is not None:
-                self._wake.close()
-            close_thread_connections()
-            logger.info(
-                "jobs.relay.stopped: %s; %s published", self.config.relay_id, self.published_count
-            )
-            self.stopped.set()
-        return 0
+                    self._publish(rows)
+                store_wait = self.config.poll_floor
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.relay.store_failed: %s; retrying", exc)
+                self.outbox.reset_connection()
+                self.driver.reset_connection()
+                store_wait = min(store_wait * 2, STORE_RETRY_CEILING_SECONDS)
+                self._signal.wait(store_wait)
+                continue
+            if len(rows) == self.config.batch_size:
+                continue  # more may be waiting
+            if rows:
+                self._backoff.reset()
+            self.idle.set()
+            self._signal.wait(self._backoff.next(wake_live=self.wake_live))
+
+    def _close(self) -> None:
+        if self._wake is not None:
+            self._wake.close()
+        logger.info(
+            "jobs.relay.stopped: %s; %s published", self.config.relay_id, self.published_count
+        )
 
     def _publish(self, rows: list[EnqueueRequest]) -> None:
         relay_id = self.config.relay_id

@@ -29,7 +29,7 @@ from ultimat3_jobs.model.requests import build_request
 from ultimat3_jobs.models import Job
 from ultimat3_jobs.runtime.scheduler.scheduler import plan
 from ultimat3_jobs.testing.queries import JobRef, enqueued_jobs, job_name
-from ultimat3_jobs.types import EnqueueStatus, JobState
+from ultimat3_jobs.types import CRON_SCOPE, EnqueueStatus, JobState
 
 
 def _as_delta(by: float | timedelta) -> timedelta:
@@ -108,7 +108,7 @@ def fire_cron(
             raise ValueError(f"fire_cron() needs an aware datetime for {name}; got {value!r}")
     driver = driver or get_driver()
     definitions = _crons(job)
-    paused = {p.target for p in driver.pause_list() if p.scope == "task"}
+    paused = {p.target for p in driver.pause_list() if p.scope == CRON_SCOPE}
     missed_after = get_settings().scheduler_missed_after_seconds
     fired = []
     for definition in definitions:

@@ -1,5 +1,5 @@
 """The memory driver's scheduler statements (``drivers/postgres/sql/scheduler.sql``): the
-leader lease and the cron tasks' watermarks."""
+leader lease and the crons' watermarks."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ultimat3_jobs.types import CronState, EnqueueRequest, EnqueueResult, FireRe
 
 
 class SchedulerStatements(MemoryState):
-    """Elect a leader, fire a cron task once per occurrence."""
+    """Elect a leader, fire a cron once per occurrence."""
 
     def leader_attempt_elect(
         self, *, name: str, holder: str, ttl_seconds: float
@@ -39,7 +39,7 @@ class SchedulerStatements(MemoryState):
     def scheduler_fire(
         self,
         *,
-        task: str,
+        cron: str,
         old_watermark: datetime,
         occurrence: datetime,
         dispatch: bool,
@@ -52,7 +52,7 @@ class SchedulerStatements(MemoryState):
         with self._lock:
             now = self.now()
             lease = self._leaders.get(leader)
-            state = self._tasks.get(task)
+            state = self._crons.get(cron)
             leading = lease is not None and lease[0] == holder and lease[1] == epoch
             if not leading or lease is None or lease[2] <= now:
                 return FireResult(moved=False, job_id=None)
@@ -63,8 +63,8 @@ class SchedulerStatements(MemoryState):
                 due_now = replace(request, run_at=now, delay_seconds=None)
                 result = self._enqueue(due_now, now)
                 job_id = result.id if result.created else None
-            self._tasks[task] = CronState(
-                name=task,
+            self._crons[cron] = CronState(
+                name=cron,
                 watermark=occurrence,
                 last_fire_at=occurrence if dispatch else state.last_fire_at,
                 last_job_id=job_id if job_id is not None else state.last_job_id,
@@ -77,11 +77,11 @@ class SchedulerStatements(MemoryState):
         with self._lock:
             now = self.now()
             for name in names:
-                self._tasks.setdefault(
+                self._crons.setdefault(
                     name, CronState(name=name, watermark=now, last_fire_at=None, last_job_id=None)
                 )
-            return {name: self._tasks[name] for name in names}
+            return {name: self._crons[name] for name in names}
 
     def scheduler_cron_read(self, *, names: Sequence[str]) -> dict[str, CronState]:
         with self._lock:
-            return {name: self._tasks[name] for name in names if name in self._tasks}
+            return {name: self._crons[name] for name in names if name in self._crons}

@@ -64,7 +64,7 @@ class MemoryState(ClaimHeaps):
         self._pause_seq = 0
         self._counters: dict[CounterKey, dict[str, int]] = {}
         self._workers: dict[str, WorkerRecord] = {}
-        self._tasks: dict[str, CronState] = {}
+        self._crons: dict[str, CronState] = {}
         self._leaders: dict[str, tuple[str, int, datetime]] = {}
         self._wakes: list[MemoryWake] = []
         # x_job_leases: (key, slot) -> row; a job's concurrency slots by job id (leases.py).

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ultimat3_jobs.drivers.base import log_unowned
+from ultimat3_jobs.drivers.base import log_unowned, owned
 from ultimat3_jobs.drivers.memory.rows import _as_utc, _check_json
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.drivers.steps_seam import (
@@ -94,9 +94,7 @@ class StepStatements(MemoryState):
                         updated_at=now,
                     )
                     landed = True
-        if not landed:
-            log_unowned(f"step {name!r} ({status})", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} ({status})", job_id, claim_token)
 
     def step_start_once(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, name: str, seq: int
@@ -192,9 +190,7 @@ class StepStatements(MemoryState):
                 row.worker_id = None
                 self._move(row, JobState.QUEUED)
                 landed = True
-        if not landed:
-            log_unowned("suspend", job_id, claim_token)
-        return landed
+        return owned(landed, "suspend", job_id, claim_token)
 
     def event_send(
         self,

@@ -65,7 +65,7 @@ class MemoryDriver(
             self._pause_seq = 0
             self._counters.clear()
             self._workers.clear()
-            self._tasks.clear()
+            self._crons.clear()
             self._leaders.clear()
             self._steps.clear()
             self._events.clear()

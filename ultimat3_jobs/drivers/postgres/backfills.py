@@ -11,7 +11,7 @@ from ultimat3_jobs.drivers.backfill_seam import (
     BackfillRun,
     BackfillStatus,
 )
-from ultimat3_jobs.drivers.base import log_unowned
+from ultimat3_jobs.drivers.base import owned
 from ultimat3_jobs.drivers.postgres.direct import run_direct
 from ultimat3_jobs.drivers.postgres.rows.result import Result, fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
@@ -98,9 +98,7 @@ class BackfillStatements:
         # A batch that swept nothing has no count to write: its record alone.
         statement = "backfill_step_put" if output["rows"] else "step_put_done"
         landed = bool(run_direct(self._jobs, statement, params))
-        if not landed:
-            log_unowned(f"step {name!r} ({status})", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} ({status})", job_id, claim_token)
 
     def backfill_finish(
         self, *, run_id: uuid.UUID, status: BackfillStatus, error: str = ""

@@ -108,7 +108,7 @@ class PostgresDriver(
         self.database = database or "default"
         self._jobs = Job.objects.db_manager(self.database)
         self._pauses = JobPause.objects.db_manager(self.database)
-        self._tasks = SchedulerTask.objects.db_manager(self.database)
+        self._crons = SchedulerTask.objects.db_manager(self.database)
         self._leaders = SchedulerLeader.objects.db_manager(self.database)
         self._workers = JobWorker.objects.db_manager(self.database)
         self._counters = JobCounter.objects.db_manager(self.database)

@@ -1,5 +1,5 @@
 """The scheduler's methods of :class:`~ultimat3_jobs.drivers.postgres.driver.PostgresDriver`:
-the leader's lease, the fire of an occurrence, the tasks' watermarks."""
+the leader's lease, the fire of an occurrence, the crons' watermarks."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ultimat3_jobs.types import CronState, EnqueueRequest, FireResult, Leadershi
 class SchedulerMethods:
     """Mixed into the driver; reads its statement managers."""
 
-    _tasks: RawStatementManager
+    _crons: RawStatementManager
     _leaders: RawStatementManager
 
     def leader_attempt_elect(
@@ -33,7 +33,7 @@ class SchedulerMethods:
     def scheduler_fire(
         self,
         *,
-        task: str,
+        cron: str,
         old_watermark: datetime,
         occurrence: datetime,
         dispatch: bool,
@@ -44,7 +44,7 @@ class SchedulerMethods:
     ) -> FireResult:
         params = enqueue_params(request)
         params.update(
-            task=task,
+            cron=cron,
             old_watermark=old_watermark,
             occurrence=occurrence,
             dispatch=dispatch,
@@ -52,16 +52,16 @@ class SchedulerMethods:
             holder=holder,
             epoch=epoch,
         )
-        return scheduler_rows.fire_result(fetch(self._tasks, "scheduler_fire", params))
+        return scheduler_rows.fire_result(fetch(self._crons, "scheduler_fire", params))
 
     def scheduler_cron_sync(self, *, names: Sequence[str]) -> dict[str, CronState]:
         if not names:
             return {}
         params = {"names": list(dict.fromkeys(names))}
-        return scheduler_rows.task_states(fetch(self._tasks, "scheduler_cron_sync", params))
+        return scheduler_rows.cron_states(fetch(self._crons, "scheduler_cron_sync", params))
 
     def scheduler_cron_read(self, *, names: Sequence[str]) -> dict[str, CronState]:
         if not names:
             return {}
         params = {"names": list(dict.fromkeys(names))}
-        return scheduler_rows.task_states(fetch(self._tasks, "scheduler_cron_read", params))
+        return scheduler_rows.cron_states(fetch(self._crons, "scheduler_cron_read", params))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from ultimat3_jobs.drivers.base import log_unowned, owned
 from ultimat3_jobs.drivers.postgres.direct import run_direct
@@ -25,6 +26,12 @@ from ultimat3_jobs.drivers.steps_seam import (
 )
 from ultimat3_jobs.models import RawStatementManager
 from ultimat3_jobs.types import StepKind, StepStatus
+
+
+def _fenced_step(job_id: uuid.UUID, claim_token: uuid.UUID, name: str, seq: int) -> dict[str, Any]:
+    """The parameters every step write starts from: which step of which job, fenced by the
+    claim that writes it."""
+    return {"id": job_id, "claim_token": claim_token, "name": name, "seq": seq}
 
 
 @speaks_seam_errors
@@ -49,30 +56,18 @@ class StepStatements:
         error_json: str | None = None,
     ) -> bool:
         check_step_put_status(status)
-        params = {
-            "id": job_id,
-            "claim_token": claim_token,
-            "name": name,
-            "seq": seq,
-            "kind": kind,
-            "status": status,
-            "output": output_json,
-            "error": error_json,
-        }
+        params = _fenced_step(job_id, claim_token, name, seq)
+        params.update(kind=kind, status=status, output=output_json, error=error_json)
         statement = "step_put_done" if status == "done" else "step_put"
         landed = bool(run_direct(self._jobs, statement, params))
-        if not landed:
-            log_unowned(f"step {name!r} ({status})", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} ({status})", job_id, claim_token)
 
     def step_start_once(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, name: str, seq: int
     ) -> bool:
-        params = {"id": job_id, "claim_token": claim_token, "name": name, "seq": seq}
+        params = _fenced_step(job_id, claim_token, name, seq)
         landed = bool(run_direct(self._jobs, "step_start_once", params))
-        if not landed:
-            log_unowned(f"step {name!r} (started)", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} (started)", job_id, claim_token)
 
     def step_wait(
         self,
@@ -87,17 +82,14 @@ class StepStatements:
         seconds: float | None = None,
         until: datetime | None = None,
     ) -> StepRecord | None:
-        params = {
-            "id": job_id,
-            "claim_token": claim_token,
-            "name": name,
-            "seq": seq,
-            "kind": kind,
-            "event": event,
-            "key": (key or "") if event is not None else None,
-            "seconds": None if seconds is None else float(seconds),
-            "until": until,
-        }
+        params = _fenced_step(job_id, claim_token, name, seq)
+        params.update(
+            kind=kind,
+            event=event,
+            key=(key or "") if event is not None else None,
+            seconds=None if seconds is None else float(seconds),
+            until=until,
+        )
         found = step_rows.step_record(fetch(self._jobs, "step_wait", params))
         if found is None:
             log_unowned(f"step {name!r} (waiting)", job_id, claim_token)

@@ -1,4 +1,4 @@
-"""The Redis driver's scheduler statements (``scheduler.sql``: the leader lease, the cron tasks'
+"""The Redis driver's scheduler statements (``scheduler.sql``: the leader lease, the crons'
 watermarks, the fenced fire) and its worker registry (``workers.sql``), one script each."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ultimat3_jobs.types import CronState, EnqueueRequest, FireResult, Leadershi
 
 @speaks_seam_errors
 class SchedulerMethods(RedisStore):
-    """Elect a leader, fire a cron task once per occurrence; register workers."""
+    """Elect a leader, fire a cron once per occurrence; register workers."""
 
     def leader_attempt_elect(
         self, *, name: str, holder: str, ttl_seconds: float
@@ -39,7 +39,7 @@ class SchedulerMethods(RedisStore):
     def scheduler_fire(
         self,
         *,
-        task: str,
+        cron: str,
         old_watermark: datetime,
         occurrence: datetime,
         dispatch: bool,
@@ -50,7 +50,7 @@ class SchedulerMethods(RedisStore):
     ) -> FireResult:
         codec.check_request(request)
         args = [
-            task,
+            cron,
             str(codec.micros(old_watermark)),
             str(codec.micros(occurrence)),
             "1" if dispatch else "0",
@@ -112,7 +112,7 @@ class SchedulerMethods(RedisStore):
 
 def _cron_states(names: Sequence[str], answer: Sequence[Any]) -> dict[str, CronState]:
     """The states a cron script answered, one ``watermark last_fire_at last_job_id`` per name;
-    a task with no watermark (never seen) is left out."""
+    a cron with no watermark (never seen) is left out."""
     states = {}
     for name, (watermark, last_fire_at, last_job_id) in zip(names, answer, strict=True):
         if watermark is None:

@@ -54,18 +54,14 @@ class StepScriptMethods(RedisStore):
             codec.check_json(error_json, "error")
         args = [str(job_id), str(claim_token), name, str(int(seq)), kind, status, output_json]
         landed = bool(self._run("step_put", [*args, codec.optional(error_json)]))
-        if not landed:
-            log_unowned(f"step {name!r} ({status})", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} ({status})", job_id, claim_token)
 
     def step_start_once(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, name: str, seq: int
     ) -> bool:
         args = [str(job_id), str(claim_token), name, str(int(seq))]
         landed = bool(self._run("step_start_once", args))
-        if not landed:
-            log_unowned(f"step {name!r} (started)", job_id, claim_token)
-        return landed
+        return owned(landed, f"step {name!r} (started)", job_id, claim_token)
 
     def step_wait(
         self,

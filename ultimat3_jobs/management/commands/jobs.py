@@ -31,7 +31,7 @@ from ultimat3_jobs.management.jobs_subjects import SubjectVerbs
 from ultimat3_jobs.management.jobs_webhooks import WebhookVerbs
 from ultimat3_jobs.model.events import send_event
 from ultimat3_jobs.operator import verbs
-from ultimat3_jobs.types import BulkResult, PauseScope
+from ultimat3_jobs.types import CRON_SCOPE, BulkResult, PauseScope
 
 
 def _paused_by() -> str:
@@ -146,7 +146,7 @@ class Command(
         elif options["job"] is not None:
             scope, target = "job", options["job"]
         else:
-            scope, target = "task", options["task"]
+            scope, target = CRON_SCOPE, options["cron"]
         driver = get_driver()
         if verb == "pause":
             changed = verbs.pause(

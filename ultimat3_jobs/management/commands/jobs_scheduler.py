@@ -9,6 +9,6 @@ from ultimat3_jobs.runtime.scheduler.scheduler import SchedulerConfig
 
 Command = loop_command(
     "scheduler",
-    "Fire cron tasks on their schedules; run several, one leads.",
+    "Fire crons on their schedules; run several, one leads.",
     lambda scheduler_id: run_scheduler(SchedulerConfig.from_settings(scheduler_id=scheduler_id)),
 )

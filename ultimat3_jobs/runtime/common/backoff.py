@@ -6,22 +6,15 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
 
-from ultimat3_jobs.conf import Settings
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
-
-def with_options[C: DataclassInstance](config: C, options: dict[str, Any]) -> C:
-    """A config built from the settings, then any option given (``None`` keeps the setting)."""
-    return replace(config, **{k: v for k, v in options.items() if v is not None})
+from ultimat3_jobs.runtime.common.config import FieldSource, FromSettings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PollTimes:
+class PollTimes(FromSettings):
     """How a polling loop (the worker, the relay) waits when idle: ``poll_floor`` doubling up to
     ``poll_ceiling``, or ``poll_ceiling_wake`` while its wake is live. Times are in seconds."""
 
@@ -30,14 +23,11 @@ class PollTimes:
     poll_ceiling_wake: float = 10.0
     use_wake: bool = True
 
-    @staticmethod
-    def settings_of(s: Settings) -> dict[str, float]:
-        """The poll times ``ULTIMAT3_JOBS`` sets, as a config's keyword arguments."""
-        return {
-            "poll_floor": s.poll_floor_seconds,
-            "poll_ceiling": s.poll_ceiling_seconds,
-            "poll_ceiling_wake": s.poll_ceiling_wake_seconds,
-        }
+    SETTINGS: ClassVar[Mapping[str, FieldSource]] = {
+        "poll_floor": "poll_floor_seconds",
+        "poll_ceiling": "poll_ceiling_seconds",
+        "poll_ceiling_wake": "poll_ceiling_wake_seconds",
+    }
 
 
 class IdleBackoff:

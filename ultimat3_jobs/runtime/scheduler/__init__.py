@@ -1,4 +1,4 @@
-"""The scheduler: fires cron tasks, once per occurrence, from whichever process leads.
+"""The scheduler: fires crons, once per occurrence, from whichever process leads.
 
 Layer L4 (processes): speaks only to the :class:`~ultimat3_jobs.drivers.base.JobDriver` it is
 handed.

@@ -1,7 +1,7 @@
 """``Scheduler``: leader election, the dispatch round, catch-up, and an idle loop that touches
 the store only to renew its lease.
 
-Only the leader fires. It keeps each task's watermark and next occurrence in memory while it
+Only the leader fires. It keeps each cron's watermark and next occurrence in memory while it
 leads and fires each occurrence in one statement fenced by the old watermark and by its lease
 epoch, so two leaders (or an ex-leader waking late) can never fire one occurrence twice. Time is
 the store's: the lease statement answers the database's ``now()``, and the scheduler tracks it
@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import ClassVar
 
-from ultimat3_jobs.conf import Settings, get_settings
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.cron import Schedule, idempotency_key
 from ultimat3_jobs.model.definitions import JobDefinition
@@ -25,11 +25,11 @@ from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.model.registry import registry as default_registry
 from ultimat3_jobs.model.requests import build_request
-from ultimat3_jobs.runtime.common.backoff import with_options
+from ultimat3_jobs.runtime.common.config import FieldSource, FromSettings
 from ultimat3_jobs.runtime.common.ids import default_worker_id
-from ultimat3_jobs.runtime.common.pool import close_thread_connections
+from ultimat3_jobs.runtime.common.service import Service
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
-from ultimat3_jobs.types import CronState
+from ultimat3_jobs.types import CRON_SCOPE, CronState
 
 logger = logging.getLogger("ultimat3_jobs.scheduler")
 
@@ -38,7 +38,7 @@ PAUSED_RECHECK_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SchedulerConfig:
+class SchedulerConfig(FromSettings):
     """One scheduler process. ``renew_interval`` defaults to a third of the lease."""
 
     scheduler_id: str = field(default_factory=lambda: f"scheduler:{default_worker_id()}")
@@ -50,14 +50,10 @@ class SchedulerConfig:
     def renew_every(self) -> float:
         return self.renew_interval if self.renew_interval is not None else self.lease_seconds / 3
 
-    @classmethod
-    def from_settings(cls, settings: Settings | None = None, **options: Any) -> SchedulerConfig:
-        s = settings or get_settings()
-        config = cls(
-            lease_seconds=s.scheduler_lease_seconds,
-            missed_after=s.scheduler_missed_after_seconds,
-        )
-        return with_options(config, options)
+    SETTINGS: ClassVar[Mapping[str, FieldSource]] = {
+        "lease_seconds": "scheduler_lease_seconds",
+        "missed_after": "scheduler_missed_after_seconds",
+    }
 
 
 @dataclass(slots=True)
@@ -74,7 +70,7 @@ def plan(
 ) -> list[tuple[datetime, bool]]:
     """What to do with the occurrences due since the watermark: ``(occurrence, dispatch)``
     steps, oldest first. An occurrence older than ``missed_after`` seconds was missed, and the
-    task's catch-up policy decides about those; the others fire.
+    cron's catch-up policy decides about those; the others fire.
 
     ``skip`` fires the latest occurrence due and skips the missed ones before it: the latest
     missed one fires when no recent one follows it. ``run-once`` fires the latest missed one
@@ -97,24 +93,17 @@ def plan(
     return steps
 
 
-class Scheduler:
+class Scheduler(Service[SchedulerConfig]):
     """Runs until stopped. Tests wait on ``leading`` (this process took the lease), ``fired``
     (a round dispatched a job) and ``stopped``."""
 
     def __init__(
-        self,
-        driver: JobDriver,
-        config: SchedulerConfig,
-        *,
-        registry: Registry | None = None,
+        self, driver: JobDriver, config: SchedulerConfig, *, registry: Registry | None = None
     ) -> None:
-        self.driver = driver
-        self.config = config
+        super().__init__(driver, config)
         self.registry = registry or default_registry
-        self.started = threading.Event()
         self.leading = threading.Event()
         self.fired = threading.Event()
-        self.stopped = threading.Event()
         self.fire_count = 0
         self._stop = threading.Event()
         self._epoch: int | None = None
@@ -122,6 +111,7 @@ class Scheduler:
         self._renew_at = 0.0
         self._store_offset = timedelta(0)
         self._known: dict[str, _Known] = {}
+        self._crons: list[JobDefinition] = []
 
     def request_stop(self, *, reason: str = "stop requested") -> None:
         """Stop after the round in hand; a leader resigns so a follower takes over at once."""
@@ -132,39 +122,39 @@ class Scheduler:
         """The store's clock, as tracked since the last lease statement."""
         return datetime.now().astimezone() + self._store_offset
 
-    def run(self) -> int:
-        tasks = self.registry.crons()
+    def _open(self) -> None:
+        self._crons = self.registry.crons()
         logger.info(
-            "jobs.scheduler.started: %s with %s task(s)", self.config.scheduler_id, len(tasks)
+            "jobs.scheduler.started: %s with %s cron(s)",
+            self.config.scheduler_id,
+            len(self._crons),
         )
-        self.started.set()
-        try:
-            while not self._stop.is_set():
-                try:
-                    if time.monotonic() >= self._renew_at:
-                        self._elect(tasks)
-                    if self._epoch is not None:
-                        self._round()
-                except STORE_ERRORS as exc:
-                    logger.warning("jobs.scheduler.store_failed: %s; retrying", exc)
-                    self.driver.reset_connection()
-                    self._lose("the store failed")
-                    self._renew_at = time.monotonic() + 1.0
-                self._stop.wait(self._sleep_for())
-        finally:
-            if self._epoch is not None:
-                try:
-                    self.driver.leader_resign(name=LEADER_NAME, holder=self.config.scheduler_id)
-                except STORE_ERRORS as exc:
-                    logger.warning("jobs.scheduler.resign_failed: %s", exc)
-            self.leading.clear()
-            close_thread_connections()
-            self.stopped.set()
-        return 0
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() >= self._renew_at:
+                    self._elect(self._crons)
+                if self._epoch is not None:
+                    self._round()
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.scheduler.store_failed: %s; retrying", exc)
+                self.driver.reset_connection()
+                self._lose("the store failed")
+                self._renew_at = time.monotonic() + 1.0
+            self._stop.wait(self._sleep_for())
+
+    def _close(self) -> None:
+        if self._epoch is not None:
+            try:
+                self.driver.leader_resign(name=LEADER_NAME, holder=self.config.scheduler_id)
+            except STORE_ERRORS as exc:
+                logger.warning("jobs.scheduler.resign_failed: %s", exc)
+        self.leading.clear()
 
     # -- leadership --------------------------------------------------------------------------
 
-    def _elect(self, tasks: list[JobDefinition]) -> None:
+    def _elect(self, crons: list[JobDefinition]) -> None:
         asked = time.monotonic()
         lease = self.driver.leader_attempt_elect(
             name=LEADER_NAME, holder=self.config.scheduler_id, ttl_seconds=self.config.lease_seconds
@@ -178,7 +168,7 @@ class Scheduler:
         self._lease_until = asked + self.config.lease_seconds * 0.9
         if self._epoch != lease.epoch:
             self._epoch = lease.epoch
-            self._sync(tasks)
+            self._sync(crons)
             logger.info(
                 "jobs.scheduler.leading: %s (epoch %s)", self.config.scheduler_id, lease.epoch
             )
@@ -191,10 +181,10 @@ class Scheduler:
         self._known.clear()
         self.leading.clear()
 
-    def _sync(self, tasks: list[JobDefinition]) -> None:
-        states = self.driver.scheduler_cron_sync(names=[d.name for d in tasks])
+    def _sync(self, crons: list[JobDefinition]) -> None:
+        states = self.driver.scheduler_cron_sync(names=[d.name for d in crons])
         self._known = {}
-        for definition in tasks:
+        for definition in crons:
             assert definition.schedule is not None
             self._remember(definition, definition.schedule, states[definition.name])
 
@@ -217,7 +207,7 @@ class Scheduler:
         due = [k for k in self._known.values() if k.next_due <= now and k.paused_until <= mono]
         if not due:
             return
-        paused = {p.target for p in self.driver.pause_list() if p.scope == "task"}
+        paused = {p.target for p in self.driver.pause_list() if p.scope == CRON_SCOPE}
         for known in due:
             if self._stop.is_set() or self._epoch is None:
                 return
@@ -228,7 +218,7 @@ class Scheduler:
 
     def _due_occurrences(self, known: _Known, now: datetime) -> list[datetime]:
         """The occurrences since the watermark that the catch-up policy can use: every recent
-        one, and only as many missed ones as it needs (after a long outage a per-second task
+        one, and only as many missed ones as it needs (after a long outage a per-second cron
         has millions; walking them all would outlast the lease)."""
         schedule, after = known.schedule, known.watermark
         horizon = now - timedelta(seconds=self.config.missed_after)
@@ -255,7 +245,7 @@ class Scheduler:
             )
             assert self._epoch is not None
             result = self.driver.scheduler_fire(
-                task=name,
+                cron=name,
                 old_watermark=known.watermark,
                 occurrence=occurrence,
                 dispatch=dispatch,

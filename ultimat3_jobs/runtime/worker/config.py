@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from ultimat3_jobs.conf import Settings, get_settings
+from ultimat3_jobs.conf import Settings
 from ultimat3_jobs.records import ProcessLimits
-from ultimat3_jobs.runtime.common.backoff import PollTimes, with_options
+from ultimat3_jobs.runtime.common.backoff import PollTimes
+from ultimat3_jobs.runtime.common.config import FieldSource, config_from_settings
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 
 
@@ -32,24 +34,25 @@ class WorkerConfig(PollTimes):
     limits: ProcessLimits = field(default_factory=ProcessLimits)
     """The per-process limiter (``ULTIMAT3_JOBS["LIMITS"]``, see ``limiter.py``)."""
 
+    SETTINGS: ClassVar[Mapping[str, FieldSource]] = {
+        **PollTimes.SETTINGS,
+        "queues": lambda s: (s.default_queue,),
+        "concurrency": "worker_concurrency",
+        "lease_seconds": "visibility_timeout_seconds",
+        "heartbeat_interval": "heartbeat_interval_seconds",
+        "rescue_interval": "rescue_interval_seconds",
+        "registry_interval": "registry_interval_seconds",
+        "shutdown_grace": "shutdown_grace_seconds",
+        "timeout_grace": "timeout_grace_seconds",
+        "ack_flush": "ack_flush_seconds",
+        "progress_interval": "progress_interval_seconds",
+        "limits": "limits",
+    }
+
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **options: Any) -> WorkerConfig:
-        """Settings first, then any option given (``None`` keeps the setting)."""
-        s = settings or get_settings()
-        config = cls(
-            **PollTimes.settings_of(s),
-            queues=(s.default_queue,),
-            concurrency=s.worker_concurrency,
-            lease_seconds=s.visibility_timeout_seconds,
-            heartbeat_interval=s.heartbeat_interval_seconds,
-            rescue_interval=s.rescue_interval_seconds,
-            registry_interval=s.registry_interval_seconds,
-            shutdown_grace=s.shutdown_grace_seconds,
-            timeout_grace=s.timeout_grace_seconds,
-            ack_flush=s.ack_flush_seconds,
-            progress_interval=s.progress_interval_seconds,
-            limits=s.limits,
-        )
+        """Settings first, then any option given (``None`` keeps the setting); ``queues`` may
+        be any iterable of names."""
         if options.get("queues") is not None:
             options["queues"] = tuple(options["queues"])
-        return with_options(config, options)
+        return config_from_settings(cls, settings, options)

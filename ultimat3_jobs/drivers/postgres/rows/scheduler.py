@@ -21,8 +21,8 @@ def fire_result(result: Result) -> FireResult:
     return FireResult(moved=bool(moved), job_id=as_uuid(job_id) if job_id else None)
 
 
-def task_states(result: Result) -> dict[str, CronState]:
-    """``scheduler_cron_sync``'s rows by task name."""
+def cron_states(result: Result) -> dict[str, CronState]:
+    """``scheduler_cron_sync``'s rows by cron name."""
     return {
         name: CronState(
             name=name,

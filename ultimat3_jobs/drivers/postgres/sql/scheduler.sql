@@ -1,6 +1,6 @@
 -- name: scheduler_cron_sync
--- A task seen for the first time starts from now and never replays its history; a known task
--- keeps its watermark. Answers every named task's state.
+-- A cron seen for the first time starts from now and never replays its history; a known cron
+-- keeps its watermark. Answers every named cron's state.
 with added as (
     insert into x_scheduler_tasks (name, watermark)
     select t.name, now() from unnest(%(names)s::text[]) as t(name)
@@ -15,7 +15,7 @@ where s.name = any(%(names)s::text[])
   and not exists (select 1 from added a where a.name = s.name)
 
 -- name: scheduler_cron_read
--- The operator's read: every named task's state, none written; a task never seen is absent.
+-- The operator's read: every named cron's state, none written; a cron never seen is absent.
 select name, watermark, last_fire_at, last_job_id
 from x_scheduler_tasks
 where name = any(%(names)s::text[])
@@ -25,14 +25,14 @@ where name = any(%(names)s::text[])
 -- occurrence, only while the caller still holds the leader lease of this epoch, and the job is
 -- inserted only where the watermark moves (and only when the occurrence dispatches, not when a
 -- catch-up policy skips it). The job's idempotency key is the occurrence's. The fence locks the
--- task's row first, so the insert and the move see the same row, and last_job_id names the job
+-- cron's row first, so the insert and the move see the same row, and last_job_id names the job
 -- this statement inserted: when a live job already holds the key, it keeps its old value.
 with held_lease as (
     select 1 from x_scheduler_leaders
     where name = %(leader)s and holder = %(holder)s and epoch = %(epoch)s and expires_at > now()
 ), fence as materialized (
     select t.name from x_scheduler_tasks t
-    where t.name = %(task)s and t.watermark = %(old_watermark)s
+    where t.name = %(cron)s and t.watermark = %(old_watermark)s
       and exists (select 1 from held_lease)
     for update
 ), job_rows({{job_row_columns}}) as (

@@ -28,7 +28,8 @@
 --   B:counters:<p>   HASH   "<bucket seconds>\t<outcome>\t<name>" -> count, p minute or hour
 --   B:worker:<w>     HASH   one worker's row; B:workers ZSET of ids by expires_at
 --   B:leader:<l>     HASH   holder epoch expires_at
---   B:task:<t>       HASH   watermark last_fire_at last_job_id
+--   B:task:<t>       HASH   cron <t>'s watermark last_fire_at last_job_id (the key keeps
+--                           its stored name)
 --   B:steps:<id>     HASH   one job's steps, deleted with it: step name -> JSON object of name
 --                           seq kind status output error event key wait_since wait_until
 --                           updated_at (output and error as JSON text, times and seq as text)

@@ -1,4 +1,4 @@
--- pause_add: pause a queue, a job name or a task; adding one twice changes nothing. A paused
+-- pause_add: pause a queue, a job name or a cron; adding one twice changes nothing. A paused
 -- name's queued jobs leave the ready sets as a claim meets them (B:held:<n>).
 -- KEYS[1]  the store's base key (see the key layout in _lib.lua)
 -- ARGV     scope, target, meta (JSON {paused_by, reason})

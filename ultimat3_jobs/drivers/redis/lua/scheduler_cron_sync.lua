@@ -1,9 +1,9 @@
--- scheduler_cron_sync: each named task's state; a task never seen starts at now, so it never
+-- scheduler_cron_sync: each named cron's state; a cron never seen starts at now, so it never
 -- replays its history.
 -- KEYS[1]  the store's base key (see the key layout in _lib.lua)
--- ARGV     task names
+-- ARGV     cron names
 -- Writes B:task:<t>.
--- Answers per task: watermark last_fire_at last_job_id.
+-- Answers per cron: watermark last_fire_at last_job_id.
 local now = now_us()
 local answer = {}
 for i = 1, #ARGV do

@@ -1,12 +1,12 @@
--- scheduler_fire: one occurrence in one script: the task's watermark moves from its old value
+-- scheduler_fire: one occurrence in one script: the cron's watermark moves from its old value
 -- to the occurrence only while the holder leads at its epoch, and, when dispatching, the job
 -- (due now) is written through enqueue_one only where the watermark moved.
 -- KEYS[1]  the store's base key (see the key layout in _lib.lua)
--- ARGV     task, old_watermark, occurrence (microseconds), dispatch ('1' or '0'), leader,
+-- ARGV     cron, old_watermark, occurrence (microseconds), dispatch ('1' or '0'), leader,
 --          holder, epoch, then the job's 13 fields (as job_enqueue)
 -- Writes B:task:<t> and what job_enqueue writes.
 -- Answers {moved (1 or 0), job id or nil}.
-local task, old, occurrence = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local cron, old, occurrence = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local dispatch = ARGV[4] == '1'
 local now = now_us()
 local lease = redis.call('HMGET', B .. ':leader:' .. ARGV[5], 'holder', 'epoch', 'expires_at')
@@ -14,7 +14,7 @@ if lease[1] ~= ARGV[6] or tonumber(lease[2]) ~= tonumber(ARGV[7])
     or tonumber(lease[3]) <= now then
     return {0, false}
 end
-local k = B .. ':task:' .. task
+local k = B .. ':task:' .. cron
 local watermark = redis.call('HGET', k, 'watermark')
 if not watermark or tonumber(watermark) ~= old then return {0, false} end
 local job_id = false
