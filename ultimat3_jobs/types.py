@@ -395,8 +395,6 @@ class SettleItem:
     delay_seconds: float = 0.0
     counts_as_attempt: bool = True
     relayed: bool = False
-    """The run rode a slot lent by a run of the same worker whose row no settle passed to it
-    (``runtime/worker/handoff.py``): the store stamps it started at the settle's moment."""
+    """Rode a slot lent by its worker's run whose row no settle passed on: stamped started now."""
     lent_by: uuid.UUID | None = None
-    """Of a relayed run whose slot's row no settle showed held yet: the job that row names.
-    It lands only while that row is there (an operator's release or cancel deletes it)."""
+    """The job a relayed run's slot row names: the ending lands only while that row is there."""

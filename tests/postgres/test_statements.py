@@ -71,6 +71,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "results": ["null"],
         "progress": [None],
         "relayed": [False],
+        "lent_by": [None],
     },
     "job_settle_handoff": {
         "ids": [A],
@@ -78,6 +79,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "results": ["null"],
         "progress": [None],
         "relayed": [True],
+        "lent_by": [A],
         "next_ids": [A],
         "next_tokens": [A],
         "next_keys": ["job:tests.echo"],
@@ -93,6 +95,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "delays": [0.0, 0.0],
         "counts": [True, True],
         "relayed": [False, True],
+        "lent_by": [None, A],
     },
     "job_settle_many_handoff": {
         "ids": [A, A],
@@ -104,6 +107,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "delays": [0.0, 0.0],
         "counts": [True, False],
         "relayed": [True, False],
+        "lent_by": [A, None],
         "next_ids": [A],
         "next_tokens": [A],
         "next_keys": ["job:tests.echo"],
