@@ -402,8 +402,8 @@ local FINISHED = {completed = true, failed = true, cancelled = true}
 
 -- Change a job's state (to = nil deletes it), keeping every index in step. `row` holds the
 -- job's name, queue, priority, run_at, key, created_at and lease_expires_at as they are to be
--- after the move (and `ready` when a queued job is known to be in its ready set); `fields` (optional: field, value, ...) are written with the state, the caller
--- writes any other. With a `batch` (new_batch) the index writes wait for its flush.
+-- after the move (and `ready` when a queued job is known to be in its ready set); `fields`
+-- (optional: field, value, ...) are written with the state, the caller writes any other. With a `batch` (new_batch) the index writes wait for its flush.
 local function move(id, from, to, row, now, batch, fields)
     local k = jkey(id)
     if from == 'queued' then
@@ -500,12 +500,12 @@ local function wake(queues)
     end
 end
 
--- A claim token from 32 random hex digits (the i-th 32 of `random`): a version 4 UUID's text.
 -- The variant digit of a version 4 UUID (8, 9, a or b) from a random hex digit.
 local VARIANT = {['0'] = '8', ['1'] = '9', ['2'] = 'a', ['3'] = 'b', ['4'] = '8', ['5'] = '9',
     ['6'] = 'a', ['7'] = 'b', ['8'] = '8', ['9'] = '9', a = 'a', b = 'b', c = '8', d = '9',
     e = 'a', f = 'b'}
 
+-- A claim token from 32 random hex digits (the i-th 32 of `random`): a version 4 UUID's text.
 local function claim_token(random, i)
     local h = string.sub(random, i * 32 - 31, i * 32)
     local variant = VARIANT[string.sub(h, 17, 17)]
@@ -514,7 +514,8 @@ local function claim_token(random, i)
 end
 
 -- Claim one queued job of the ready set for `worker_id` under `token` (job_claim, and the hand
--- of a single enqueue): running, its attempt counted, its lease the job's own seconds or `lease_default`.
+-- of a single enqueue): running, its attempt counted, its lease the job's own seconds or
+-- `lease_default`.
 -- Answers the claim's row: id name queue input attempt max_attempts claim_token priority
 -- tenant lease_expires_at created_at traceparent.
 local function claim_one(id, queue, worker_id, lease_default, token, now, batch)
