@@ -78,7 +78,7 @@ class Workload:
     samples: int = 200
     gap: tuple[float, float] = (0.2, 0.4)
     rounds: int = 3
-    rq_jobs: int = 2_000
+    rq_jobs: int = 1_000
     """RQ's backlog a round (see the module's docstring): its drain rate is flat."""
 
     def backlog(self, target: Target) -> int:
