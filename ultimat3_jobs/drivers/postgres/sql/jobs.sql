@@ -256,8 +256,8 @@ returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.cla
 -- partial index's predicate matches, so the row is read through x_jobs_pkey. Plain
 -- "state = 'running'" matches x_jobs_lease, which its statistics (taken while few jobs ran) make
 -- look like one row: the planner then walks every running row and joins each with every given
--- id, re-reading the given arrays per running row. Measured on 200 running rows, an ack of 100
--- took 55 ms that way and 1.7 ms by primary key.
+-- id, re-reading the given arrays per running row. On 200 running rows an ack of 100 took 55 ms
+-- that way and 2 ms by primary key (EXPLAIN ANALYZE).
 $row.state || '' = 'running'
 
 -- fragment: lent_row_held(ending)
