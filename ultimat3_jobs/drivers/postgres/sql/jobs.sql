@@ -250,6 +250,16 @@ where j.id = c.id
 returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
           j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent, j.run_at
 
+-- fragment: held_state(row)
+-- The state test of every write fenced to a running attempt whose row is named by id (settles,
+-- heartbeats, nacks, progress, steps, leases): $row is running. Written as an expression that no
+-- partial index's predicate matches, so the row is read through x_jobs_pkey. Plain
+-- "state = 'running'" matches x_jobs_lease, which its statistics (taken while few jobs ran) make
+-- look like one row: the planner then walks every running row and joins each with every given
+-- id, re-reading the given arrays per running row. On 200 running rows an ack of 100 took 55 ms
+-- that way and 2 ms by primary key (EXPLAIN ANALYZE).
+$row.state || '' = 'running'
+
 -- fragment: lent_row_held(ending)
 -- An ending of a run on a lent slot lands only while the row it rode is there: $ending.lent_by,
 -- the job that row names, when no settle has yet shown it held (null: nothing to check). An
@@ -298,7 +308,7 @@ done as (
     from unnest(%(ids)s::uuid[], %(tokens)s::uuid[], %(results)s::text[], %(progress)s::text[],
                 %(relayed)s::bool[], %(lent_by)s::uuid[])
         as a(id, token, result, progress, relayed, lent_by)
-    where j.id = a.id and j.state = 'running' and j.claim_token = a.token
+    where j.id = a.id and {{held_state(row=j)}} and j.claim_token = a.token
       and {{lent_row_held(ending=a)}}
     returning j.id, j.name
 )
@@ -343,7 +353,7 @@ offered as (
     select o.n, o.job_id, o.token, o.key, o.lim, j.lease_expires_at,
            row_number() over (partition by o.key order by o.n) as rank
     from offered o
-    join x_jobs j on j.id = o.job_id and j.state = 'running' and j.claim_token = o.token
+    join x_jobs j on j.id = o.job_id and {{held_state(row=j)}} and j.claim_token = o.token
     where not exists (
         select 1 from x_job_leases l
         where l.key = o.key and l.job_id = o.job_id and l.expires_at > now()
@@ -416,7 +426,7 @@ select id from settled
 
 -- fragment: nack_fence
 -- A nack lands only on the attempt that holds the job: running, with this claim token.
-where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+where j.id = %(id)s and {{held_state(row=j)}} and j.claim_token = %(claim_token)s
     returning j.id, j.name
 
 -- fragment: nack_attempt_errors_progress
@@ -459,12 +469,12 @@ given as (
         worker_id = case when g.action = 'retry' then null else j.worker_id end
     from given g
     where j.id = g.id and g.action in ('complete', 'retry', 'fail')
-      and j.state = 'running' and j.claim_token = g.token
+      and {{held_state(row=j)}} and j.claim_token = g.token
     returning j.id, j.name, g.action, g.counts
 ), dropped as (
     delete from x_jobs j
     using given g
-    where j.id = g.id and g.action = 'drop' and j.state = 'running' and j.claim_token = g.token
+    where j.id = g.id and g.action = 'drop' and {{held_state(row=j)}} and j.claim_token = g.token
     returning j.id, j.name, g.action, g.counts
 ), settled as (
     select id, name, action, counts from kept
@@ -554,7 +564,7 @@ with given as (
     select j.id
     from x_jobs j
     join given g on g.id = j.id and g.token = j.claim_token
-    where j.state = 'running'
+    where {{held_state(row=j)}}
     for update of j skip locked
 ), renewed as (
     update x_jobs j
@@ -562,7 +572,7 @@ with given as (
         progress = coalesce(g.progress::jsonb, j.progress)
     from locked l
     join given g on g.id = l.id
-    where j.id = l.id and j.state = 'running' and j.claim_token = g.token
+    where j.id = l.id and {{held_state(row=j)}} and j.claim_token = g.token
     returning j.id, j.claim_token, j.lease_expires_at
 ), leases_renewed as (
     -- limits: a renewed attempt's concurrency slots follow its lease (x_job_leases)
@@ -574,7 +584,7 @@ with given as (
 select j.id, exists (select 1 from renewed r where r.id = j.id) as renewed
 from x_jobs j
 join given g on g.id = j.id and g.token = j.claim_token
-where j.state = 'running'
+where {{held_state(row=j)}}
 
 -- name: job_mark_pending_many
 -- Rare: only a worker whose claimed bodies wait for a thread writes it (and clears it when one
@@ -582,14 +592,14 @@ where j.state = 'running'
 update x_jobs j
 set body_pending = %(pending)s
 from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
-where j.id = a.id and j.state = 'running' and j.claim_token = a.token
+where j.id = a.id and {{held_state(row=j)}} and j.claim_token = a.token
 returning j.id
 
 -- name: job_progress
 -- Fenced like a settle: a stale attempt's progress does not land.
 update x_jobs
 set progress = %(progress)s::jsonb
-where id = %(id)s and state = 'running' and claim_token = %(claim_token)s
+where id = %(id)s and {{held_state(row=x_jobs)}} and claim_token = %(claim_token)s
 returning id
 
 -- name: job_cancel

@@ -21,7 +21,7 @@ with lock as (
 ), attempt as (
     select j.id, j.lease_expires_at
     from x_jobs j
-    where j.id = %(job_id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+    where j.id = %(job_id)s and {{held_state(row=j)}} and j.claim_token = %(claim_token)s
 ), live as (
     select l.slot, l.job_id, l.expires_at
     from x_job_leases l
@@ -96,7 +96,7 @@ returning slot
 select l.key, l.slot, l.kind, l.job_id, l.claim_token, l.acquired_at, l.expires_at,
        j.worker_id
 from x_job_leases l
-left join x_jobs j on j.id = l.job_id and j.claim_token = l.claim_token and j.state = 'running'
+left join x_jobs j on j.id = l.job_id and j.claim_token = l.claim_token and {{held_state(row=j)}}
 where l.expires_at > now() and (%(kind)s::text is null or l.kind = %(kind)s::text)
 order by l.key collate "C", l.slot
 limit %(limit)s
@@ -138,7 +138,7 @@ with asked as (
     select a.n, a.job_id, a.token, a.key, a.lim, j.lease_expires_at, k.held as locked,
            exists (select 1 from live v where v.key = a.key and v.job_id = a.job_id) as leftover
     from asked a
-    join x_jobs j on j.id = a.job_id and j.state = 'running' and j.claim_token = a.token
+    join x_jobs j on j.id = a.job_id and {{held_state(row=j)}} and j.claim_token = a.token
     join locks k on k.key = a.key
 ), ranked as (
     select r.n, r.job_id, r.token, r.key, r.lim, r.lease_expires_at,

@@ -1,7 +1,7 @@
 -- fragment: step_fence
 -- The one fence of every step write: the attempt still runs its job under its claim token.
 select 1 from x_jobs j
-where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+where j.id = %(id)s and {{held_state(row=j)}} and j.claim_token = %(claim_token)s
 
 -- name: step_get_many
 -- A job's stored steps, in the order they were first written: read once per attempt, the
@@ -147,7 +147,7 @@ with step as (
         claim_token = null,
         worker_id = null,
         body_pending = false
-    where j.id = %(id)s and j.state = 'running' and j.claim_token = %(claim_token)s
+    where j.id = %(id)s and {{held_state(row=j)}} and j.claim_token = %(claim_token)s
       and exists (select 1 from step)
     returning j.id
 ), freed as (
