@@ -64,8 +64,6 @@ def _items(rows: list[tuple[uuid.UUID, uuid.UUID]], *, nack: bool) -> list[Settl
 
 
 def _params(statement: str, rows: list[tuple[uuid.UUID, uuid.UUID]]) -> dict[str, Any]:
-    if statement == "job_mark_pending_many":
-        return {"ids": [r[0] for r in rows], "tokens": [r[1] for r in rows], "pending": True}
     nack = statement in ("job_settle_many", "job_settle_many_handoff")
     items = _items(rows, nack=nack)
     params: dict[str, Any] = settle_params(items) if nack else ack_params(items)
@@ -103,7 +101,6 @@ def _rereads(plan: dict[str, Any]) -> list[str]:
         "job_settle_many",
         "job_settle_handoff",
         "job_settle_many_handoff",
-        "job_mark_pending_many",
     ],
 )
 def test_batch_settle_reaches_each_row_by_its_key(

@@ -590,7 +590,7 @@ where j.state = 'running'
 update x_jobs j
 set body_pending = %(pending)s
 from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
-where j.id = a.id and {{batch_fence(ending=a)}}
+where j.id = a.id and j.state = 'running' and j.claim_token = a.token
 returning j.id
 
 -- name: job_progress
