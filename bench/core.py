@@ -299,8 +299,12 @@ class Bench(BenchDatabase):
         slots = f"{processes} x {concurrency}" if processes > 1 else f"{concurrency}"
         what = "process" if processes == 1 else "processes"
         key = key or f"drain_p{processes}_c{concurrency}"
+        # A claim stamps its rows with one now(); under a declared limit a lease grant or a
+        # settle that hands a slot on stamps the runs it starts too, so there it counts stamps.
+        limited = handle is not None and handle.definition.limited
+        per_stamp = "jobs per start stamp" if limited else "jobs per claim"
         detail = (
-            f"over {span:.2f} s; {n / claims:.1f} jobs per claim; {xacts / n * 1000:,.0f} "
+            f"over {span:.2f} s; {n / claims:.1f} {per_stamp}; {xacts / n * 1000:,.0f} "
             f"transactions per 1,000 jobs; worker CPU {cpu / n * 1e6:,.0f} µs/job, "
             f"{net_cpu / n * 1e6:,.0f} net of start-up; machine busy {busy:.2f} of {cores} cores"
         )
@@ -348,7 +352,9 @@ class Bench(BenchDatabase):
         return get_settings().worker_concurrency
 
     def claims(self) -> int:
-        """Claim statements that took jobs: the rows one claim takes share its ``now()``."""
+        """Distinct start stamps: claim statements that took jobs, as the rows one claim takes
+        share its ``now()``, where no limit is declared; a lease grant and a settle that hands
+        a concurrency slot on stamp the runs they start as well."""
         return int(self.sql("select count(distinct started_at) from x_jobs")[0][0])
 
     # -- results --------------------------------------------------------------------------------

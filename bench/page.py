@@ -31,8 +31,10 @@ Drain throughput is jobs divided by the time from the first `started_at` to the 
 start-up (Django set-up, connections, the wake's first probe) and its burst exit, which the
 "burst worker on an empty queue" row times alone. With `--processes 2` each of the two children
 has the given number of slots. Beside each drain: jobs per claim (the rows one claim statement
-takes share its `now()`), transactions per 1,000 jobs (`pg_stat_database`: claims, acks,
-heartbeats and registry writes together), and the worker's CPU per job, as measured and net of
+takes share its `now()`; for the drain under a declared concurrency limit, jobs per start stamp,
+since a lease grant and a settle that hands a slot on stamp the runs they start too),
+transactions per 1,000 jobs (`pg_stat_database`: claims, acks, heartbeats and registry writes
+together), and the worker's CPU per job, as measured and net of
 the CPU that one start and exit cost (counted three times with `--processes 2`: the supervisor
 and each child set Django up). One more drain runs two processes with the package's default
 slots (`WORKER_CONCURRENCY`, 10, as a worker started without `--concurrency` has them), and its
