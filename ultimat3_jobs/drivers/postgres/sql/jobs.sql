@@ -589,10 +589,31 @@ where {{held_state(row=j)}}
 -- name: job_mark_pending_many
 -- Rare: only a worker whose claimed bodies wait for a thread writes it (and clears it when one
 -- starts). Fenced like a heartbeat; the rescuer gives a pending attempt back uncounted.
+-- A mark (pending true, several rows, from the maintenance thread) never waits for a row another
+-- statement holds: it would hold some rows while waiting for others, in no fixed order, and a
+-- lease grant stamping the same attempts' started_at (lease_acquire_many) deadlocked with it. A
+-- row it skips is one being written by its own worker right then (most often its run starting),
+-- and stays as unmarked as it was before the maintenance pass came. A clear (pending false, one
+-- row, from the body's thread before it starts) waits: it must land before the body runs.
+with asked as (
+    select a.id, a.token
+    from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
+), free as (
+    select j.id
+    from x_jobs j
+    join asked a on j.id = a.id
+    where %(pending)s
+    order by j.id
+    for update of j skip locked
+), held as (
+    select a.id, a.token from asked a where not %(pending)s
+    union all
+    select a.id, a.token from asked a join free f on f.id = a.id
+)
 update x_jobs j
 set body_pending = %(pending)s
-from unnest(%(ids)s::uuid[], %(tokens)s::uuid[]) as a(id, token)
-where j.id = a.id and {{held_state(row=j)}} and j.claim_token = a.token
+from held h
+where j.id = h.id and {{held_state(row=j)}} and j.claim_token = h.token
 returning j.id
 
 -- name: job_progress
