@@ -168,11 +168,6 @@ class Bench(BenchDatabase):
 
         return noop
 
-    def count_jobs(self) -> dict[str, int]:
-        return {
-            state: int(n) for state, n in self.sql("select state, count(*) from x_jobs group by 1")
-        }
-
     def backlog(self, n: int, handle: Any = None, payload: dict[str, Any] | None = None) -> None:
         """``n`` queued jobs of ``handle`` (the no-op job by default) with input ``payload``,
         enqueued in batches, with fresh planner statistics (the server may run without
@@ -330,8 +325,9 @@ class Bench(BenchDatabase):
         return Drained(jobs=n, span=span, cpu=cpu, xacts=xacts)
 
     def wait_completed(self, n: int, worker: WorkerProcess, timeout: float) -> None:
+        """Until no job is queued or running (two index probes a poll), then ``n`` completed."""
         deadline = time.monotonic() + timeout
-        while self.count_jobs().get("completed", 0) < n:
+        while self.work_left() or self.count_jobs().get("completed", 0) < n:
             if worker.popen.poll() is not None:
                 raise BenchError(f"the worker exited {worker.popen.returncode}")
             if time.monotonic() > deadline:
