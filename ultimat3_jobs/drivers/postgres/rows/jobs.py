@@ -149,7 +149,8 @@ def ids(result: Result, column: str = "id") -> set[uuid.UUID]:
     """The job ids a fenced write or an insert answered."""
     (position,) = result.positions(column)
     rows = result.rows
-    if rows and isinstance(rows[0][position], uuid.UUID):  # a uuid column: no call per row
+    first = next(iter(rows), None)
+    if first is not None and isinstance(first[position], uuid.UUID):  # no call per row
         return set(map(itemgetter(position), rows))
     return {as_uuid(row[position]) for row in rows}
 
