@@ -263,6 +263,8 @@ def owned(landed: bool, operation: str, job_id: uuid.UUID, claim_token: uuid.UUI
 def log_unsettled(items: Sequence[SettleItem], landed: set[uuid.UUID]) -> None:
     """:func:`log_unowned` for each item of a ``job_settle_many`` that did not land, named as
     its single write would be (``ack``, ``nack (retry)``, ...)."""
+    if len(landed) == len(items):  # each landed once: every one (no id hashed per item)
+        return
     for item in items:
         if item.job_id not in landed:
             operation = "ack" if item.action == "complete" else f"nack ({item.action})"

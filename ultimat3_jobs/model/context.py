@@ -24,6 +24,29 @@ _tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
+class CancelEvent(threading.Event):
+    """A :class:`threading.Event` whose lock and condition are made when first needed (a
+    ``set``, ``wait`` or ``clear``): every attempt gets one as ``ctx.cancelled``, and most are
+    only ever asked ``is_set()``, or nothing. Building the condition at once cost a no-op
+    job's worker more CPU than its body."""
+
+    def __init__(self) -> None:  # no super().__init__(): ``_cond`` comes in ``__getattr__``
+        self._flag = False
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "_cond":
+            raise AttributeError(name)
+        with _cancel_conditions:
+            cond = self.__dict__.get("_cond")
+            if cond is None:
+                cond = self.__dict__["_cond"] = threading.Condition(threading.Lock())
+        return cond
+
+
+_cancel_conditions = threading.Lock()
+"""Makes each :class:`CancelEvent`'s condition once, whichever threads ask for it first."""
+
+
 def current_tenant() -> str | None:
     """The tenant of the scope this code runs in, or ``None``: a job's run tenant (the worker
     installs it around the body and ``on_settled``; ``None`` for a job declared
@@ -93,7 +116,7 @@ class JobContext:
     queue: str = "default"
     tenant_id: str | None = None
     traceparent: str | None = None
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancelled: threading.Event = field(default_factory=CancelEvent)
     _on_progress: Callable[[Any], None] | None = None
     _step: Steps | AsyncSteps | None = field(default=None, init=False, repr=False, compare=False)
     _bind_step: Callable[[JobContext], Steps | AsyncSteps] | None = field(

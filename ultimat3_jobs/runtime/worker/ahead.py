@@ -100,6 +100,8 @@ class ClaimAhead:
     def take_many(self, count: int, *, limited: bool = True) -> list[Attempt]:
         """Up to ``count`` of the oldest waiting attempts; without ``limited``, none from the
         first whose job declares a limit (its leases are taken by the claim loop's thread)."""
+        if count <= 0:  # no slot: the loop's pass after each ending mostly asks for none
+            return []
         taken: list[Attempt] = []
         with self._lock:
             while self._waiting and len(taken) < count:

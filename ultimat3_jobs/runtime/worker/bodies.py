@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
@@ -45,9 +46,8 @@ class Bodies:
             future = asyncio.run_coroutine_threadsafe(self._run_async(attempt), self._event_loop())
             future.add_done_callback(lambda done: self._async_ended(attempt, done))
         else:
-            self.pool.call(
-                self._run_sync, attempt, done=lambda out, exc: self._on_end(attempt, out, exc)
-            )
+            # A partial, not a lambda: its call adds no Python frame per job.
+            self.pool.call(self._run_sync, attempt, done=partial(self._on_end, attempt))
 
     def _async_ended(self, attempt: Attempt, future: Future[Outcome]) -> None:
         try:

@@ -220,9 +220,9 @@ class HandOffs:
         in the same flush), and waiting runs for the rows it frees, each with a body slot taken
         for it; nothing when the driver cannot hand off."""
         offer = Offer()
-        if not self._driver.hands_off_slots:
-            return offer
         holdings = self._holdings
+        if not self._driver.hands_off_slots or holdings.none_held():
+            return offer
         pairs = {(a.job.id, a.job.claim_token) for a in settling}
         freeing: Counter[str] = Counter()
         for pair in pairs:

@@ -53,7 +53,9 @@ class Slot:
 
 class Holdings:
     """Per key: the slots this worker's runs hold, and how many of them wait for a settle
-    with their user's body ended."""
+    with their user's body ended. The lookups every run makes answer at once while no run
+    holds a slot (jobs without limits): hashing a pair (two UUIDs, each hashed in Python) for
+    a miss cost a no-op job's worker more than its body."""
 
     def __init__(self) -> None:
         self._slots: dict[Pair, Slot] = {}
@@ -72,6 +74,10 @@ class Holdings:
         of them to be lent (``handoff.py``: the driver hands slots on and bodies are short)."""
         self._lock = threading.Lock()
 
+    def none_held(self) -> bool:
+        """Whether no run holds or rides a slot (a snapshot, read without the lock)."""
+        return not self._slots
+
     def took(self, pair: Pair, key: str) -> None:
         """The run ``pair`` was granted a slot of ``key``."""
         with self._lock:
@@ -89,6 +95,8 @@ class Holdings:
 
     def ended(self, pair: Pair) -> None:
         """The run's body ended: its slot is freed (or lent) by its settle, on its way."""
+        if not self._slots:
+            return
         with self._lock:
             slot = self._slots.get(pair)
             if slot is None or slot.user != pair or slot.ended:
@@ -97,6 +105,8 @@ class Holdings:
 
     def lendable(self, pair: Pair) -> Slot | None:
         """The slot the run ``pair`` ended on, when it can be lent (its body ended on it)."""
+        if not self._slots:
+            return None
         with self._lock:
             slot = self._slots.get(pair)
             if slot is None or slot.user != pair or not slot.ended or slot.handed:
@@ -149,12 +159,16 @@ class Holdings:
 
     def owns(self, pair: Pair) -> bool:
         """Whether the store's row names ``pair`` (its settle frees or passes the row)."""
+        if not self._slots:
+            return False
         with self._lock:
             slot = self._slots.get(pair)
             return slot is not None and slot.owner == pair and not slot.handed
 
     def ended_on(self, pair: Pair) -> bool:
         """Whether ``pair``'s body ended on a slot that nobody runs on since."""
+        if not self._slots:
+            return False
         with self._lock:
             slot = self._slots.get(pair)
             return slot is not None and slot.user == pair and slot.ended
@@ -181,6 +195,8 @@ class Holdings:
     def gone(self, pair: Pair) -> str | None:
         """The run is over (settled, abandoned, lost): the key of the slot it freed, or
         ``None`` when it freed none (it held none, handed its row on, or rode one)."""
+        if not self._slots:
+            return None
         with self._lock:
             slot = self._slots.pop(pair, None)
             if slot is None:

@@ -222,6 +222,8 @@ class LeaseGate:
         """The attempt is over (settled, lost, suspended): a granted run whose body never
         started abandons its slots. Answers whether a concurrency slot of this worker's came
         free (runs parked for it may try again)."""
+        if not self._held and self.holdings.none_held():  # no limits: no pair to hash
+            return False
         pair = (attempt.job.id, attempt.job.claim_token)
         freed = self.holdings.gone(pair) is not None
         with self._lock:
@@ -356,6 +358,8 @@ class WorkerLimits:
             on_shed=on_retry,
             slots=config.concurrency,
         )
+        # The loop's per-run hooks are the gate's own methods: a call less per run each.
+        self.start, self.ended, self.done = self.gate.start, self.gate.ended, self.gate.done
 
     def plan(
         self, queues: tuple[str, ...], want: int, running: Callable[[], Sequence[Attempt]]
@@ -381,15 +385,6 @@ class WorkerLimits:
         """Of ``claimed`` jobs, how many count as found: less the runs the gate ended since
         ``mark`` (a shed job counts as not found, so the loop backs off)."""
         return max(0, claimed - (self.gate.gone - mark))
-
-    def start(self, attempts: Sequence[Attempt]) -> list[Verdict]:
-        return self.gate.start(attempts)
-
-    def ended(self, attempt: Attempt) -> None:
-        self.gate.ended(attempt)
-
-    def done(self, attempt: Attempt) -> bool:
-        return self.gate.done(attempt)
 
     def freed(self) -> int:
         """How many of this worker's slots came free so far (a mark: one came free since)."""

@@ -169,16 +169,17 @@ class Settler(threading.Thread):
         offer = handoffs.offer(settling) if handoffs else Offer()
         granted: set[uuid.UUID] = set()
         landed, refused = self._write_many(endings, offer, granted)
+        every = len(landed) == len(endings)  # each landed: no id is hashed per ending
         # The riders of a refused run's row wait for its ending written again, which passes it.
-        waiting = {_pair(o.attempt) for o, item in endings if item.job_id in refused}
+        waiting = {_pair(o.attempt) for o, item in endings if refused and item.job_id in refused}
         if handoffs and offer.attempts:
             handoffs.handed(settling, offer.without(waiting), granted)  # before they are done
         for outcome, item in endings:
-            if item.job_id in refused:
+            if refused and item.job_id in refused:
                 continue
-            self._landed(outcome.attempt, item, item.job_id in landed)
+            self._landed(outcome.attempt, item, every or item.job_id in landed)
         for outcome, item in endings:
-            exc = refused.get(item.job_id)
+            exc = refused.get(item.job_id) if refused else None
             if exc is not None:
                 self._settle_refused(outcome, item, exc, offer.part({_pair(outcome.attempt)}))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import fields
+from operator import itemgetter
 
 from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid
 from ultimat3_jobs.serialization import decode_json
@@ -33,19 +34,21 @@ CLAIMED = (
 
 
 def claimed_jobs(result: Result) -> list[ClaimedJob]:
-    """``job_claim``'s rows in claim order: highest priority first, then earliest due."""
+    """``job_claim``'s rows in claim order: highest priority first, then earliest due (two
+    stable sorts on C keys, no Python call per row; psycopg loads the ids as UUIDs)."""
     pick = result.picker(*CLAIMED)
-    order = result.picker("priority", "run_at")
-    rows = sorted(result.rows, key=lambda row: _claim_order(*order(row)))
+    priority, run_at = result.positions("priority", "run_at")
+    rows = sorted(result.rows, key=itemgetter(run_at))
+    rows.sort(key=itemgetter(priority), reverse=True)  # equal priorities keep run_at's order
     return [
         ClaimedJob(
-            id=as_uuid(id_),
+            id=id_,
             name=name,
             queue=queue,
             input=decode_json(input_),
             attempt=attempt,
             max_attempts=max_attempts,
-            claim_token=as_uuid(token),
+            claim_token=token,
             priority=priority,
             tenant_id=tenant_id,
             lease_expires_at=lease_expires_at,
@@ -67,10 +70,6 @@ def claimed_jobs(result: Result) -> list[ClaimedJob]:
             traceparent,
         ) in map(pick, rows)
     ]
-
-
-def _claim_order(priority: int, run_at: object) -> tuple[int, object]:
-    return (-priority, run_at)
 
 
 # job_get's and job_list's columns are named as the fields of the records they map to.
@@ -124,7 +123,7 @@ def expired_attempts(result: Result) -> list[ExpiredAttempt]:
     return [
         ExpiredAttempt(
             id=as_uuid(id_),
-            claim_token=as_uuid(token),
+            claim_token=token,
             name=name,
             attempt=attempt,
             max_attempts=max_attempts,
@@ -149,7 +148,11 @@ def rescued_jobs(result: Result) -> list[RescuedJob]:
 def ids(result: Result, column: str = "id") -> set[uuid.UUID]:
     """The job ids a fenced write or an insert answered."""
     (position,) = result.positions(column)
-    return {as_uuid(row[position]) for row in result.rows}
+    rows = result.rows
+    first = next(iter(rows), None)
+    if first is not None and isinstance(first[position], uuid.UUID):  # no call per row
+        return set(map(itemgetter(position), rows))
+    return {as_uuid(row[position]) for row in rows}
 
 
 def handed(result: Result) -> tuple[set[uuid.UUID], set[uuid.UUID], set[uuid.UUID]]:

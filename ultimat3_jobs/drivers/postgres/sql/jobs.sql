@@ -236,7 +236,8 @@ with recursive queues as (
 -- off for its own transaction): the flush was most of an idle worker's wake. A database crash
 -- before the flush forgets the claim; the row is then queued as before it and is claimed again
 -- (at-least-once), and the attempt's settle, fenced by its claim token, does not land. Any later
--- synchronous commit flushes it.
+-- synchronous commit flushes it. run_at comes as epoch seconds, only to sort the rows in claim
+-- order (a float8 loads in C; a timestamptz through Django's time zone loader, a Python call).
 update x_jobs j
 set state = 'running',
     attempt = j.attempt + 1,
@@ -248,7 +249,8 @@ set state = 'running',
 from candidates c, (select set_config('synchronous_commit', 'off', true) as setting) as deferred_flush
 where j.id = c.id
 returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
-          j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent, j.run_at
+          j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent,
+          extract(epoch from j.run_at)::float8 as run_at
 
 -- fragment: held_state(row)
 -- The state test of every write fenced to a running attempt whose row is named by id (settles,
