@@ -1,14 +1,12 @@
 """``Worker``: the claim loop of one process.
 
 One thread claims, in one statement over every queue, the free slots' worth of rows plus, once
-bodies have proved short, the next batch (claim-ahead, ``ahead.py``): a slot that frees starts
-the next claimed attempt on its own thread. Bodies run in ``bodies.py``; the settler batches
-their endings, the maintenance thread keeps their leases (claimed ahead too). A claim that
-finds fewer than it asked for (a shed job counts as not found) backs the loop off.
-
-Shutdown has two phases. The first (SIGTERM/SIGINT, ``request_stop()``) stops claiming, gives
-back what was claimed ahead, lets running attempts finish within the grace period, and then
-releases what still runs back to ``queued``. A second skips the wait.
+bodies proved short, the next batch (``ahead.py``): a freed slot starts the next claimed attempt
+on its thread. Bodies run in ``bodies.py``; the settler batches their endings, the maintenance
+thread keeps their leases. A claim finding fewer than it asked (a shed counts as not found)
+backs off. Shutdown: a first SIGTERM/SIGINT (``request_stop()``) stops claiming, gives back what
+was claimed ahead, lets running attempts finish within the grace period, then releases what
+still runs back to ``queued``. A second skips the wait.
 """
 
 from __future__ import annotations
@@ -292,6 +290,8 @@ class Worker:
 
     def _nudge(self) -> None:
         """Wake the loop only when its next pass has work, never once per ending (measured)."""
+        if self._signal.is_set():  # already woken (about 4 nudges in 10): nothing to size
+            return
         work = self._claim_size() > 0 or (len(self._ahead) > 0 and self._free_slots() > 0)
         if work or not self._accepting or self.config.max_jobs is not None:
             self._signal.set()
@@ -313,8 +313,8 @@ class Worker:
         self._nudge()  # after the next attempt took the slot: claim only when few wait
 
     def _done(self, attempt: Attempt, how: str) -> None:
-        """The settler wrote (or skipped) this attempt's ending: forget it. (No nudge here: the
-        settler's ``on_flushed`` nudges once per flush; one per ending cost more than this.)"""
+        """The settler wrote (or skipped) this attempt's ending: forget it (no nudge: the
+        settler's ``on_flushed`` nudges once per flush)."""
         if self._limits.done(attempt) and self._ahead.unpark():  # hook: limits; parked runs retry
             self._signal.set()
         self._release_slot(attempt)
