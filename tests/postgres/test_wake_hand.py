@@ -16,7 +16,7 @@ from django.db import connection, connections, transaction
 from django.db.backends.signals import connection_created
 
 from tests.drivers.support import ack, claim, claim_one, enqueue, rescue
-from tests.postgres.support import eventually
+from tests.postgres.support import eventually, listener_pids, terminate_backend
 from ultimat3_jobs.drivers.postgres import listen, registry
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME, thread_session
@@ -231,19 +231,15 @@ def test_a_claim_on_a_lost_connection_leaves_the_wake_and_the_listener_comes_bac
     def killing_claim(session: Any, **kwargs: Any) -> ClaimedJob | None:
         if not killed:
             killed.append(session.info.backend_pid)
-            with connections["default"].cursor() as cursor:  # this thread's own session
-                cursor.execute("select pg_terminate_backend(%s)", [killed[0]])
-            connections["default"].close()
+            terminate_backend(killed[0])
         return claim_notified(session, **kwargs)
 
-    monkeypatch.setattr(registry, "claim_notified", killing_claim)
-    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
-    heard = _subscribe(driver)
+    heard = _idle_with_claim(driver, monkeypatch, killing_claim)
     job_id = enqueue(driver)
     assert eventually(lambda: heard.queues == ["default"], WITHIN)
     assert heard.hands == [] and _row(job_id)[:2] == ("queued", None)
     assert [job.id for job in claim(driver, limit=4, worker_id=WORKER)] == [job_id]  # the poll's
-    assert eventually(lambda: _listener_pids() not in ([], killed), LIVE_WITHIN)
+    assert eventually(lambda: listener_pids() not in ([], killed), LIVE_WITHIN)
     assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []  # idle again
     time.sleep(0.06)  # past the first enqueue's wake slot
     again = enqueue(driver)
@@ -287,16 +283,6 @@ def _subscribe_then_notify(driver: PostgresDriver, payloads: list[str]) -> Heard
     return heard
 
 
-def _listener_pids() -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "select pid from pg_stat_activity"
-            " where application_name = %s and datname = current_database()",
-            [LISTEN_APPLICATION_NAME],
-        )
-        return [row[0] for row in cursor.fetchall()]
-
-
 def test_a_wake_read_during_a_claim_is_delivered_without_waiting_for_the_poll(
     driver: PostgresDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -317,9 +303,7 @@ def test_a_wake_read_during_a_claim_is_delivered_without_waiting_for_the_poll(
             connections["default"].close()
         return claim_notified(session, **kwargs)
 
-    monkeypatch.setattr(registry, "claim_notified", claim_then_another_wake)
-    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
-    heard = _subscribe(driver)
+    heard = _idle_with_claim(driver, monkeypatch, claim_then_another_wake)
     first = enqueue(driver)
     assert eventually(lambda: len(heard.hands) == 1, WITHIN)
     assert heard.hands[0].id == first
@@ -348,3 +332,12 @@ def test_the_claim_is_prepared_on_the_listening_session(driver: PostgresDriver) 
     assert eventually(lambda: len(prepared) == 1, WITHIN)
     ((statement, runs),) = prepared
     assert "for update of j skip locked" in statement and runs == 1
+
+
+def _idle_with_claim(
+    driver: PostgresDriver, monkeypatch: pytest.MonkeyPatch, claim_with: Any
+) -> Heard:
+    """The worker listed idle, its wakes' claims run through ``claim_with``, subscribed."""
+    monkeypatch.setattr(registry, "claim_notified", claim_with)
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
+    return _subscribe(driver)
