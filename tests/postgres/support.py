@@ -6,7 +6,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from django.db import connections
+from django.db import connection, connections
+
+from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME
 
 
 def eventually(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -35,3 +37,14 @@ def terminate_backend(pid: int) -> None:
     thread.start()
     thread.join(10)
     assert answers == [True]
+
+
+def listener_pids() -> list[int]:
+    """The backends of this database's wake listeners."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select pid from pg_stat_activity"
+            " where application_name = %s and datname = current_database()",
+            [LISTEN_APPLICATION_NAME],
+        )
+        return [row[0] for row in cursor.fetchall()]

@@ -15,13 +15,13 @@ import pytest
 from django.db import connection, connections, transaction
 
 from tests.drivers.support import request
-from tests.postgres.support import eventually
+from tests.postgres.support import eventually, listener_pids
 from tests.testapp.jobs import add, echo
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK
 from ultimat3_jobs.drivers.postgres import listen
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
-from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME, QueueListener
+from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.wake import WakeThrottle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,16 +51,6 @@ class Wakes:
     def count(self, queue: str) -> int:
         with self._changed:
             return self.queues.count(queue)
-
-
-def listener_pids() -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "select pid from pg_stat_activity"
-            " where application_name = %s and datname = current_database()",
-            [LISTEN_APPLICATION_NAME],
-        )
-        return [row[0] for row in cursor.fetchall()]
 
 
 @pytest.fixture

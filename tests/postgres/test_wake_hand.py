@@ -12,11 +12,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
+from django.db.backends.signals import connection_created
 
-from tests.drivers.support import claim, claim_one, enqueue
-from tests.postgres.support import eventually
+from tests.drivers.support import ack, claim, claim_one, enqueue, rescue
+from tests.postgres.support import eventually, listener_pids, terminate_backend
+from ultimat3_jobs.drivers.postgres import listen, registry
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+from ultimat3_jobs.drivers.postgres.listen import LISTEN_APPLICATION_NAME, thread_session
+from ultimat3_jobs.drivers.postgres.notified import claim_notified
 from ultimat3_jobs.drivers.postgres.params import WAKE_CHANNEL
 from ultimat3_jobs.types import ClaimedJob
 
@@ -138,3 +142,202 @@ def _enqueue_quietly(driver: PostgresDriver, queue: str) -> uuid.UUID:
             "update x_jobs set run_at = now() - interval '1 second' where id = %s", [job_id]
         )
     return job_id
+
+
+# -- the claim on the listening connection (notified.py) ----------------------------------------
+
+
+def test_a_hand_opens_no_django_connection_on_the_listeners_thread(
+    driver: PostgresDriver,
+) -> None:
+    """The claim runs on the connection the listener already holds: no second session per
+    worker, no Django cursor on the wake's path."""
+    opened_on: list[str] = []
+
+    def opened(sender: object, **kwargs: object) -> None:
+        opened_on.append(threading.current_thread().name)
+
+    connection_created.connect(opened, dispatch_uid="test_wake_hand.opened")
+    try:
+        assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
+        heard = _subscribe(driver)
+        job_id = enqueue(driver)
+        assert eventually(lambda: len(heard.hands) == 1, WITHIN)
+    finally:
+        connection_created.disconnect(dispatch_uid="test_wake_hand.opened")
+    assert heard.hands[0].id == job_id
+    assert LISTEN_APPLICATION_NAME not in opened_on
+
+
+def test_the_handed_job_reads_as_the_row_and_a_claim_of_it_does(driver: PostgresDriver) -> None:
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
+    heard = _subscribe(driver)
+    job_id = enqueue(driver, input_json='{"n": [1, "two"]}', priority=3)
+    assert eventually(lambda: len(heard.hands) == 1, WITHIN)
+    (job,) = heard.hands
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select claim_token, lease_expires_at, created_at, attempt, priority from x_jobs"
+            " where id = %s",
+            [job_id],
+        )
+        token, lease_expires_at, created_at, attempt, priority = cursor.fetchone()
+    assert isinstance(job.id, uuid.UUID) and isinstance(job.claim_token, uuid.UUID)
+    assert job.claim_token == token and job.attempt == attempt == 1
+    assert job.input == {"n": [1, "two"]} and job.priority == priority == 3
+    assert job.lease_expires_at == lease_expires_at and job.enqueued_at == created_at
+    # In the zone Django's connections read timestamps in, not the server's default.
+    assert job.lease_expires_at.utcoffset() == lease_expires_at.utcoffset()
+    assert 40 < (job.lease_expires_at - created_at).total_seconds() < 50  # LEASE from the claim
+
+
+def test_wakes_read_together_are_each_delivered_around_the_claim(driver: PostgresDriver) -> None:
+    """Two wakes in one read: the first is claimed on the connection the second was read from
+    (the reading must have let go of it), the second is delivered after, as a wake."""
+    first = enqueue(driver, delay_seconds=3600.0)
+    second = enqueue(driver, delay_seconds=3600.0)
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []  # none due yet
+    with connection.cursor() as cursor:
+        cursor.execute("update x_jobs set run_at = now() - interval '1 second'")
+    heard = _subscribe_then_notify(driver, [f"default {first}", f"default {second}"])
+    assert eventually(lambda: len(heard.hands) == 1 and heard.queues == ["default"], WITHIN)
+    assert heard.hands[0].id == first and _row(second)[0] == "queued"
+
+
+def test_a_rolled_back_enqueue_hands_nothing(driver: PostgresDriver) -> None:
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
+    heard = _subscribe(driver)
+    job_id = None
+    with pytest.raises(RuntimeError), transaction.atomic():
+        job_id = enqueue(driver)
+        raise RuntimeError("roll back")
+    assert not heard.any.wait(0.5)
+    assert heard.hands == [] and heard.queues == []
+    with connection.cursor() as cursor:
+        cursor.execute("select count(*) from x_jobs where id = %s", [job_id])
+        assert cursor.fetchone()[0] == 0
+    later = enqueue(driver)  # the worker is still listed idle: the next enqueue is handed
+    assert eventually(lambda: [job.id for job in heard.hands] == [later], WITHIN)
+
+
+def test_a_claim_on_a_lost_connection_leaves_the_wake_and_the_listener_comes_back(
+    driver: PostgresDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listening session dies between the wake's read and its claim: the claim fails, the
+    wake is delivered (the worker's own claim takes the job), the listener reconnects and the
+    next idle claim's wake is handed again."""
+    killed: list[int] = []
+
+    def killing_claim(session: Any, **kwargs: Any) -> ClaimedJob | None:
+        if not killed:
+            killed.append(session.info.backend_pid)
+            terminate_backend(killed[0])
+        return claim_notified(session, **kwargs)
+
+    heard = _idle_with_claim(driver, monkeypatch, killing_claim)
+    job_id = enqueue(driver)
+    assert eventually(lambda: heard.queues == ["default"], WITHIN)
+    assert heard.hands == [] and _row(job_id)[:2] == ("queued", None)
+    assert [job.id for job in claim(driver, limit=4, worker_id=WORKER)] == [job_id]  # the poll's
+    assert eventually(lambda: listener_pids() not in ([], killed), LIVE_WITHIN)
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []  # idle again
+    time.sleep(0.06)  # past the first enqueue's wake slot
+    again = enqueue(driver)
+    assert eventually(lambda: [job.id for job in heard.hands] == [again], LIVE_WITHIN)
+
+
+def test_a_job_claimed_for_a_worker_that_dies_before_its_body_is_rescued_once(
+    driver: PostgresDriver,
+) -> None:
+    """The listener claims the job and the process dies before the body starts (the hand goes
+    nowhere): the row is running under the idle claim's lease, rescued at its end, and claimed
+    and settled once more; the dead attempt's token lands nothing."""
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=1.0) == []
+    dropped: list[ClaimedJob] = []
+    subscription = driver.wake_subscribe(
+        on_wake=lambda queue: None, worker_id=WORKER, on_hand=dropped.append
+    )
+    assert subscription is not None
+    assert eventually(subscription.is_live, LIVE_WITHIN)
+    job_id = enqueue(driver)
+    assert eventually(lambda: len(dropped) == 1, WITHIN)
+    subscription.close()  # the process is gone: nothing settles, heartbeats or releases it
+    assert _row(job_id)[:2] == ("running", WORKER)
+    assert rescue(driver) == []  # not before the lease ends
+    time.sleep(1.2)
+    assert [job.id for job in rescue(driver)] == [job_id]
+    assert _row(job_id)[0] == "queued"
+    again = claim_one(driver, worker_id="survivor", lease_seconds=LEASE)
+    assert again.id == job_id and again.claim_token != dropped[0].claim_token
+    assert not ack(driver, job_id, dropped[0].claim_token)  # the dead attempt lands nothing
+    assert ack(driver, job_id, again.claim_token)
+    assert _row(job_id)[0] == "completed"
+
+
+def _subscribe_then_notify(driver: PostgresDriver, payloads: list[str]) -> Heard:
+    """A live subscription, then ``payloads`` sent in one transaction (read together)."""
+    heard = _subscribe(driver)
+    with transaction.atomic(), connection.cursor() as cursor:
+        for payload in payloads:
+            cursor.execute("select pg_notify(%s, %s)", [WAKE_CHANNEL, payload])
+    return heard
+
+
+def test_a_wake_read_during_a_claim_is_delivered_without_waiting_for_the_poll(
+    driver: PostgresDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notification that comes while the listener's claim runs is read by that claim's
+    statement and kept back by psycopg; the socket then has nothing to wake the wait, so the
+    listener must look at what was kept before it waits (the poll here: half a minute)."""
+    monkeypatch.setattr(listen, "POLL_SECONDS", 30.0)
+    second = enqueue(driver, delay_seconds=3600.0)  # not due: the idle claim leaves it
+
+    def claim_then_another_wake(session: Any, **kwargs: Any) -> ClaimedJob | None:
+        if kwargs["job_id"] != second:
+            with connection.cursor() as cursor:  # committed before the claim is sent
+                cursor.execute(
+                    "update x_jobs set run_at = now() - interval '1 second' where id = %s",
+                    [second],
+                )
+            _notify(f"default {second}")
+            connections["default"].close()
+        return claim_notified(session, **kwargs)
+
+    heard = _idle_with_claim(driver, monkeypatch, claim_then_another_wake)
+    first = enqueue(driver)
+    assert eventually(lambda: len(heard.hands) == 1, WITHIN)
+    assert heard.hands[0].id == first
+    assert eventually(lambda: heard.queues == ["default"], WITHIN)  # the second: not handed
+
+
+def test_the_claim_is_prepared_on_the_listening_session(driver: PostgresDriver) -> None:
+    """Planned once per connection, though the alias asks for no prepared statements."""
+    assert not (connection.settings_dict.get("OPTIONS") or {}).get("prepare_threshold")
+    prepared: list[tuple[str, int]] = []
+
+    def hand(job: ClaimedJob) -> None:
+        session = thread_session()
+        assert session is not None  # on the listener's thread, between two waits
+        prepared.extend(
+            session.execute(
+                "select statement, generic_plans + custom_plans from pg_prepared_statements"
+            ).fetchall()
+        )
+
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
+    subscription = driver.wake_subscribe(on_wake=lambda queue: None, worker_id=WORKER, on_hand=hand)
+    assert subscription is not None
+    assert eventually(subscription.is_live, LIVE_WITHIN)
+    enqueue(driver)
+    assert eventually(lambda: len(prepared) == 1, WITHIN)
+    ((statement, runs),) = prepared
+    assert "for update of j skip locked" in statement and runs == 1
+
+
+def _idle_with_claim(
+    driver: PostgresDriver, monkeypatch: pytest.MonkeyPatch, claim_with: Any
+) -> Heard:
+    """The worker listed idle, its wakes' claims run through ``claim_with``, subscribed."""
+    monkeypatch.setattr(registry, "claim_notified", claim_with)
+    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
+    return _subscribe(driver)

@@ -4,6 +4,11 @@ The listener holds its own psycopg connection, outside Django's per-thread conne
 sits idle in ``LISTEN`` for the life of the process. It counts as live only once a probe sent from
 another session has come back on that connection: a transaction-pooling proxy accepts ``LISTEN``
 and then delivers nothing, and a session's own notifications reach it even through such a proxy.
+
+A callback runs on the listener's thread between two waits, and may run statements on that
+connection (:func:`thread_session`): the wake's claim does (``notified.py``), saving a second
+connection, Django's cursor and, since the connection is a proven session of its own, the
+statement's planning (prepared once per connection).
 """
 
 from __future__ import annotations
@@ -40,6 +45,25 @@ BACKOFF_MIN_SECONDS = 0.2
 BACKOFF_MAX_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 10
 JOIN_SECONDS = POLL_SECONDS + 1.0
+
+
+class _Session(threading.local):
+    """The connection a listener's thread serves notifications on, while it does."""
+
+    conn: psycopg.Connection[Any] | None = None
+
+
+_session = _Session()
+
+
+def thread_session() -> psycopg.Connection[Any] | None:
+    """The listening connection, for a callback that runs on its listener's thread once the
+    probe proved it a session of its own (autocommit, server-side binding, the time zone of
+    Django's connections); ``None`` before that, and on any other thread.
+    Statements on it run between two waits for notifications; a notification that comes
+    meanwhile is kept for the next."""
+    return _session.conn
+
 
 # Keys Django adds for its own cursors and adapters; this connection runs LISTEN and nothing else.
 _DJANGO_ONLY_PARAMS = ("cursor_factory", "context", "row_factory")
@@ -78,6 +102,17 @@ class QueueListener:
         self._on_wake = on_wake
         self._delay = BACKOFF_MIN_SECONDS
         self._listen_params = connection_params(database, LISTEN_APPLICATION_NAME)
+        # Django turns psycopg's preparation off (None) unless the alias asks, for the sake of
+        # transaction-pooling proxies; nothing is prepared on this connection before its probe
+        # proves it a session of its own (thread_session), and then only what asks to be.
+        self._listen_params.pop("prepare_threshold", None)
+        # One round trip at each connect: both LISTENs, and the time zone Django's own
+        # connections set, so that a claim run on this one reads timestamps as theirs do.
+        self._setup = sql.SQL("LISTEN {}; LISTEN {}; SET TIME ZONE {}").format(
+            sql.Identifier(channel),
+            sql.Identifier(self.probe_channel),
+            sql.Literal(connections[database].timezone_name),
+        )
         self._probe_params = connection_params(database, PROBE_APPLICATION_NAME)
         self._stop = threading.Event()
         self._live = threading.Event()
@@ -130,7 +165,7 @@ class QueueListener:
         try:
             self._listen()
         finally:
-            # The Django connection a wake's claim opened on this thread (registry.py).
+            # A Django connection a callback opened on this thread.
             with contextlib.suppress(Exception):
                 connections[self.database].close()
             with self._interrupt_lock:
@@ -144,8 +179,7 @@ class QueueListener:
             conn: psycopg.Connection[Any] | None = None
             try:
                 conn = psycopg.connect(**self._listen_params, autocommit=True)
-                for channel in (self.channel, self.probe_channel):
-                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                conn.execute(self._setup, prepare=False)
                 loud = True
                 self._serve(conn)
             except Exception as exc:
@@ -167,7 +201,10 @@ class QueueListener:
             arrivals.register(conn.fileno(), selectors.EVENT_READ)
             if self._interrupt_reader is not None:
                 arrivals.register(self._interrupt_reader, selectors.EVENT_READ)
-            self._serve_until_stopped(conn, arrivals)
+            try:
+                self._serve_until_stopped(conn, arrivals)
+            finally:
+                _session.conn = None
 
     def _serve_until_stopped(
         self, conn: psycopg.Connection[Any], arrivals: selectors.BaseSelector
@@ -179,22 +216,19 @@ class QueueListener:
         probe_deadline = self._probe(tokens, PROBE_TIMEOUT_SECONDS)
         while not self._stop.is_set():
             # What arrived (and what psycopg kept back), without waiting: the wait is below.
-            notifies = conn.notifies(timeout=0)
-            try:
-                for notify in notifies:
-                    if notify.channel == self.channel:
-                        self._deliver(notify.payload)
-                    elif (
-                        not proven
-                        and notify.channel == self.probe_channel
-                        and notify.payload in tokens
-                    ):
-                        proven = True
-                        self._became_live(conn)
-                    if self._stop.is_set():
-                        break
-            finally:
-                notifies.close()
+            # Read whole before any is delivered: the reading holds the connection's lock,
+            # which a callback's statement on it (thread_session) takes.
+            arrived = list(conn.notifies(timeout=0))
+            for notify in arrived:
+                if notify.channel == self.channel:
+                    self._deliver(notify.payload)
+                elif (
+                    not proven and notify.channel == self.probe_channel and notify.payload in tokens
+                ):
+                    proven = True
+                    self._became_live(conn)
+                if self._stop.is_set():
+                    break
             if not proven and time.monotonic() >= probe_deadline:
                 if not warned:
                     warned = True
@@ -206,11 +240,14 @@ class QueueListener:
                         extra={"event": "jobs.wake.unproven", "database": self.database},
                     )
                 probe_deadline = self._probe(tokens, PROBE_RETRY_SECONDS)
-            # Until the server sends something, close() interrupts, or a poll passed.
-            arrivals.select(POLL_SECONDS)
+            # Until the server sends something, close() interrupts, or a poll passed; not when
+            # some arrived: a callback's statement may have read more, which psycopg kept back.
+            if not arrived:
+                arrivals.select(POLL_SECONDS)
 
     def _became_live(self, conn: psycopg.Connection[Any]) -> None:
         self._delay = BACKOFF_MIN_SECONDS
+        _session.conn = conn  # a session of its own: what it prepares stays
         self._live.set()
         logger.info(
             "jobs.wake.live: listening for enqueue wakes on %r (backend %s)",

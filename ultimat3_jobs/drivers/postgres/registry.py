@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import threading
@@ -11,12 +10,12 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 
-from django.db import DatabaseError, connections
+import psycopg
 
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, WakeSubscription, check_heartbeat_queues
-from ultimat3_jobs.drivers.postgres.listen import QueueListener
+from ultimat3_jobs.drivers.postgres.listen import QueueListener, thread_session
+from ultimat3_jobs.drivers.postgres.notified import claim_notified
 from ultimat3_jobs.drivers.postgres.params import WAKE_CHANNEL
-from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
 from ultimat3_jobs.drivers.postgres.rows import operator as operator_rows
 from ultimat3_jobs.drivers.postgres.rows.operator import encode_limits
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
@@ -49,9 +48,10 @@ class WorkerMethods:
         to this alias' database; live once its first probe comes back. Every listener hears
         every wake. A wake names its queue and, sent by a single enqueue, its job: with
         ``worker_id`` and ``on_hand``, when that worker's last claim found fewer jobs than it
-        asked for, the listener's thread claims the named job for it (``job_claim_notified``)
-        and calls ``on_hand(job)`` in place of ``on_wake(queue)``; a job it cannot take leaves
-        the plain wake, and the worker's own claim."""
+        asked for, the listener's thread claims the named job for it (``job_claim_notified``,
+        on the listening connection: ``notified.py``) and calls ``on_hand(job)`` in place of
+        ``on_wake(queue)``; a job it cannot take leaves the plain wake, and the worker's own
+        claim."""
         deliver = functools.partial(self._heard, on_wake, worker_id, on_hand)
         listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=deliver)
         with self._listeners_lock:
@@ -78,23 +78,24 @@ class WorkerMethods:
     def _claim_notified(self, worker_id: str, queue: str, job_id: str) -> ClaimedJob | None:
         """The notified job, claimed for ``worker_id`` if it is listed idle on ``queue`` and
         the job can be taken; ``None`` otherwise (the wake is a hint: the claim follows)."""
+        session = thread_session()
+        if session is None:
+            return None
         listed = self._idle_workers.take(worker_id, queue)
         if listed is None:
             return None
         try:
-            params = {
-                "id": uuid.UUID(job_id),
-                "queues": list(listed.queues),
-                "worker_id": worker_id,
-                "lease_seconds": listed.lease_seconds,
-            }
-            jobs = job_rows.claimed_jobs(fetch(self._jobs, "job_claim_notified", params))
-        except (DatabaseError, ValueError) as exc:
+            return claim_notified(
+                session,
+                job_id=uuid.UUID(job_id),
+                queues=listed.queues,
+                worker_id=worker_id,
+                lease_seconds=listed.lease_seconds,
+            )
+        except (psycopg.Error, ValueError) as exc:
+            # A broken connection fails the listener's next read too, which reconnects.
             logger.debug("jobs.wake.hand_failed: %s; the worker claims instead", exc)
-            with contextlib.suppress(DatabaseError):
-                connections[self._jobs.db].close()
             return None
-        return next(iter(jobs), None)
 
     def worker_heartbeat(
         self,
