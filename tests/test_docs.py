@@ -49,3 +49,30 @@ def test_readme_quickstart_has_two_commands() -> None:
     (block,) = re.findall(r"```sh\n(.*?)```", quickstart, re.DOTALL)
     commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
     assert commands == ["./scripts/demo", "./scripts/test"]
+
+
+_TREE_LINE = re.compile(r"^((?:[│ ]   )*)(?:[├└]── )?(\w+)(?: \([^)]*\))?\s+(X_[A-Z_]+)$")
+
+
+def test_errors_page_tree_is_the_class_tree() -> None:
+    """The page's tree is the only drawing of the hierarchy: each line names a class with its
+    code under a class it derives from, and every class stands in it."""
+    page = (DOCS / "reference" / "errors.md").read_text()
+    block = page.split("## The tree", 1)[1].split("```", 2)[1]
+    classes = {cls.__name__: cls for cls in all_error_classes()}
+    parents: list[type] = []
+    drawn = set()
+    for line in block.splitlines():
+        match = _TREE_LINE.match(line)
+        if match is None:
+            continue
+        prefix, name, code = match.groups()
+        depth = len(prefix) // 4 + (1 if "──" in line else 0)
+        cls = classes[name]
+        assert cls.code == code, line
+        del parents[depth:]
+        if parents:
+            assert issubclass(cls, parents[-1]), line
+        parents.append(cls)
+        drawn.add(name)
+    assert drawn == set(classes)

@@ -2,87 +2,19 @@
 
 Layer L1 (core): imports the standard library and ``django.core.exceptions`` only.
 
-The tree::
+The tree of these classes, with each one's code and built-in base, is on the errors page,
+``docs/reference/errors.md`` ("The tree"); a test holds the page to these classes.
 
-    JobsError                                  X_JOBS
-    ├── JobsConfigurationError (ImproperlyConfigured)   X_CONFIG_INVALID
-    ├── JobDeclarationInvalid (ValueError)     X_JOB_DECLARATION_INVALID
-    │   ├── JobNameDuplicate                   X_JOB_NAME_DUPLICATE
-    │   └── JobTenantRequired                  X_JOB_TENANT_REQUIRED
-    ├── EnqueueRefused (ValueError)            X_ENQUEUE_REFUSED
-    │   ├── JobInputInvalid                    X_JOB_INPUT_INVALID
-    │   ├── JobQueueInvalid                    X_JOB_QUEUE_INVALID
-    │   ├── JobPriorityInvalid                 X_JOB_PRIORITY_INVALID
-    │   ├── JobRunAtInvalid                    X_JOB_RUN_AT_INVALID
-    │   ├── JobOptionInvalid                   X_JOB_OPTION_INVALID
-    │   ├── JobTenantMismatch (also Terminal)  X_JOB_TENANT_MISMATCH
-    │   └── JobUnknown (LookupError)           X_JOB_UNKNOWN
-    ├── JobDuplicate                           X_JOB_DUPLICATE
-    ├── JobNotFound (LookupError)              X_JOB_NOT_FOUND
-    ├── JobNotRequeueable                      X_JOB_NOT_REQUEUEABLE
-    ├── JobNotCancellable                      X_JOB_NOT_CANCELLABLE
-    ├── JobNotPromotable                       X_JOB_NOT_PROMOTABLE
-    ├── JobNotRemovable                        X_JOB_NOT_REMOVABLE
-    ├── CancelReasonInvalid (ValueError)       X_CANCEL_REASON_INVALID
-    ├── JobAborted                             X_ABORTED
-    ├── JobLeaseLost                           X_JOB_LEASE_LOST
-    ├── ConcurrencyUnenforceable               X_JOB_CONCURRENCY_UNENFORCEABLE
-    ├── ConcurrencyKeyInvalid (ValueError)     X_JOB_CONCURRENCY_KEY_INVALID
-    ├── LeaseKeyInvalid (ValueError)           X_LEASE_KEY_INVALID
-    ├── StepError                              X_STEP
-    │   ├── StepInvalid (ValueError)           X_STEP_INVALID
-    │   ├── StepMismatch                       X_STEP_MISMATCH
-    │   └── StepOnceInterrupted                X_STEP_ONCE_INTERRUPTED
-    ├── EventInvalid (ValueError)              X_EVENT_INVALID
-    ├── BackfillError                          X_BACKFILL
-    │   ├── BackfillInvalid (ValueError)       X_BACKFILL_INVALID
-    │   ├── BackfillStalled                    X_BACKFILL_STALLED
-    │   ├── BackfillCompleted                  X_BACKFILL_COMPLETED
-    │   └── BackfillEnvironment                X_BACKFILL_ENVIRONMENT
-    ├── StorageUnknown (LookupError)           X_STORAGE_UNKNOWN
-    ├── ImportInvalid (ValueError)             X_IMPORT_INVALID
-    ├── ImportRecordInvalid (ValueError)       X_IMPORT_RECORD_INVALID
-    ├── ImportErrorsExceeded                   X_IMPORT_ERRORS_EXCEEDED
-    ├── JobPageInvalid (ValueError)            X_JOB_PAGE_INVALID
-    ├── JobClaimQueuesEmpty (ValueError)       X_JOB_CLAIM_QUEUES_EMPTY
-    ├── PauseInvalid (ValueError)              X_PAUSE_INVALID
-    ├── OutboxNoTransaction                    X_OUTBOX_NO_TRANSACTION
-    ├── WebhookEndpointInvalid (ValueError)    X_WEBHOOK_ENDPOINT_INVALID
-    ├── WebhookEndpointNotFound (LookupError)  X_WEBHOOK_ENDPOINT_NOT_FOUND
-    ├── WebhookDeliveryFailed                  X_WEBHOOK_DELIVERY_FAILED
-    ├── WebhookSignatureInvalid                X_WEBHOOK_SIGNATURE_INVALID
-    ├── WebhookBodyTooLarge                    X_WEBHOOK_BODY_TOO_LARGE
-    ├── WebhookEventIdInvalid (ValueError)     X_WEBHOOK_EVENT_ID_INVALID
-    ├── WebhookPayloadInvalid (ValueError)     X_WEBHOOK_PAYLOAD_INVALID
-    ├── ConsumerInvalid (ValueError)           X_CONSUMER_INVALID
-    ├── ConsumerSelfEnqueue (ValueError)       X_CONSUMER_SELF_ENQUEUE
-    ├── ConsumerUnknown (LookupError)          X_CONSUMER_UNKNOWN
-    ├── SubjectFieldUnknown (ValueError)       X_SUBJECT_FIELD_UNKNOWN
-    ├── SubjectTableInvalid (ValueError)       X_SUBJECT_TABLE_INVALID
-    ├── SubjectRequestInvalid (ValueError)     X_SUBJECT_REQUEST_INVALID
-    ├── DriverUnavailable                      X_DRIVER_UNAVAILABLE
-    ├── DriverCapabilityMissing                X_DRIVER_CAPABILITY_MISSING
-    ├── StoreRefused                           X_STORE_REFUSED
-    └── InvariantViolated                      X_INVARIANT
-
-    Job outcomes, raised by a job's body (not refusals):
-    Terminal                                   X_JOB_TERMINAL
-    ├── JobTenantMismatch (also EnqueueRefused)  X_JOB_TENANT_MISMATCH
-    ├── WebhookEndpointDisabled                X_WEBHOOK_ENDPOINT_DISABLED
-    ├── WebhookDestinationRefused              X_WEBHOOK_DESTINATION_REFUSED
-    └── SubjectTableUnknown                    X_SUBJECT_TABLE_UNKNOWN
-
-    Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
-    attempt whose worker was lost before it settled; SettleRefused
-    (``ultimat3_jobs.SettleRefused``), of an attempt whose result or error the database refused
-    to store; Cancelled (``ultimat3_jobs.Cancelled``), the entry an operator's cancel leaves with
-    its reason.
+Recorded, never raised: LeaseExpired (``ultimat3_jobs.LeaseExpired``), the error class of an
+attempt whose worker was lost before it settled; SettleRefused (``ultimat3_jobs.SettleRefused``),
+of an attempt whose result or error the database refused to store; Cancelled
+(``ultimat3_jobs.Cancelled``), the entry an operator's cancel leaves with its reason.
 
 The roots live in ``errors_base``, the features' errors (webhooks, consumers, subject requests)
 in ``errors_features``; this module re-exports them, so import every error from here.
 
-Each class's docstring is its default message; ``docs/reference/errors.md`` lists every code and a
-test keeps the page and this module in step.
+Each class's docstring is its default message; the errors page also lists every code, and a test
+keeps its list and its tree in step with this module.
 """
 
 from __future__ import annotations

@@ -15,7 +15,13 @@ from ultimat3_jobs.drivers.base import (
     check_queue_stats_limit,
     cursor_gone,
 )
-from ultimat3_jobs.drivers.memory.rows import _json_text, _json_timestamp, _normalized, _Row
+from ultimat3_jobs.drivers.memory.rows import (
+    ATTEMPT_COLUMNS,
+    _json_text,
+    _json_timestamp,
+    _normalized,
+    _Row,
+)
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.serialization import decode_json
@@ -196,13 +202,8 @@ class OperatorStatements(MemoryState):
     def _requeue_row(self, row: _Row, now: datetime) -> None:
         row.run_at = now
         row.attempt = 0
-        row.claim_token = None
-        row.worker_id = None
-        row.lease_expires_at = None
-        row.started_at = None
-        row.finished_at = None
-        row.result_json = None
-        row.progress_json = None
+        for column in ATTEMPT_COLUMNS:
+            setattr(row, column, None)
         self._move(row, JobState.QUEUED)
 
     def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:

@@ -37,25 +37,39 @@ class _Row:
     idempotency_key: str | None
     tenant_id: str | None
     enqueued_by: str | None
-    attempt: int
     max_attempts: int
     lease_seconds: int | None
-    claim_token: uuid.UUID | None
-    worker_id: str | None
-    lease_expires_at: datetime | None
-    progress_json: str | None
-    result_json: str | None
-    errors: list[dict[str, Any]] = field(default_factory=list)
     traceparent: str | None
     created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
     seq: int
+    # What an attempt writes: empty on a new row, as the table's column defaults leave it, and
+    # emptied again (ATTEMPT_COLUMNS) when an operator requeues a finished row.
+    attempt: int = 0
+    claim_token: uuid.UUID | None = None
+    worker_id: str | None = None
+    lease_expires_at: datetime | None = None
+    progress_json: str | None = None
+    result_json: str | None = None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
     # A heap entry is valid only while the row is queued and the entry carries this version.
     version: int = 0
     # Whether the valid entry sits in a ready heap (due) rather than the delayed heap.
     ready: bool = False
     body_pending: bool = False
+
+
+ATTEMPT_COLUMNS = (
+    "claim_token",
+    "worker_id",
+    "lease_expires_at",
+    "started_at",
+    "finished_at",
+    "result_json",
+    "progress_json",
+)
+"""The nullable columns of ``_Row`` an attempt fills in, which a requeue empties."""
 
 
 def _as_utc(moment: datetime) -> datetime:

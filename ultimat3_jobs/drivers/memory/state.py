@@ -122,18 +122,10 @@ class MemoryState(ClaimHeaps):
             idempotency_key=key,
             tenant_id=request.tenant_id,
             enqueued_by=request.enqueued_by,
-            attempt=0,
             max_attempts=request.max_attempts,
             lease_seconds=request.lease_seconds,
-            claim_token=None,
-            worker_id=None,
-            lease_expires_at=None,
-            progress_json=None,
-            result_json=None,
             traceparent=request.traceparent,
             created_at=now,
-            started_at=None,
-            finished_at=None,
             seq=self._seq,
         )
         self._rows[row.id] = row
