@@ -28,8 +28,8 @@ LATER = "process.later"
 
 
 def _insert_finished(rows: int, *, age: str, name: str = OLD) -> None:
-    """``rows`` finished jobs (completed, failed, cancelled in turn) that finished ``age`` ago,
-    written by one statement per 100,000."""
+    """``rows`` finished jobs (completed, failed, cancelled in turn, numbered across the
+    statements) that finished ``age`` ago, written by one statement per 100,000."""
     with connection.cursor() as cursor:
         for start in range(0, rows, 100_000):
             cursor.execute(
@@ -40,9 +40,9 @@ def _insert_finished(rows: int, *, age: str, name: str = OLD) -> None:
                        (array['completed', 'failed', 'cancelled'])[1 + n %% 3], '{}'::jsonb,
                        1, 3, now() - %s::interval, now() - %s::interval,
                        now() - %s::interval, now() - %s::interval
-                  from generate_series(1, %s) as n
+                  from generate_series(%s, %s) as n
                 """,
-                [name, age, age, age, age, min(100_000, rows - start)],
+                [name, age, age, age, age, start + 1, min(start + 100_000, rows)],
             )
 
 
