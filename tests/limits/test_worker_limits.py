@@ -105,7 +105,8 @@ def test_when_busy_fail_runs_once_the_holders_lease_expired(make_worker) -> None
     wait_for(lambda: finished([runs.id]), what="the run")
     row = Job.objects.get(id=runs.id)
     assert (row.state, row.result) == ("completed", "k2")
-    assert (str(runs.id), "completed") in jobs.SETTLED
+    # on_settled runs after the settle landed, so a moment after the row reads completed.
+    wait_for(lambda: (str(runs.id), "completed") in jobs.SETTLED, what="on_settled completed")
 
 
 @pytest.mark.parametrize("key", [None, "", 7, "x" * 201])
