@@ -133,14 +133,14 @@ def direct_session(connection: Any) -> bool:
     if proven is None:
         with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
             cursor.execute(PROOF, prepare=False)
-            row = cursor.fetchone()
-        proven = _proven[raw] = row is not None and row[0] == raw.info.backend_pid
+            (answering,) = cursor.fetchone() or (None,)
+        proven = _proven[raw] = answering == raw.info.backend_pid
         if not proven:
-            _refused(connection.alias, raw.info.backend_pid, row)
+            _refused(connection.alias, raw.info.backend_pid, answering)
     return proven
 
 
-def _refused(alias: str, named: int, row: Any) -> None:
+def _refused(alias: str, named: int, answering: Any) -> None:
     if alias in _refused_aliases:
         return
     _refused_aliases.add(alias)
@@ -150,7 +150,7 @@ def _refused(alias: str, named: int, row: Any) -> None:
         "(OPTIONS prepare_threshold, a number, prepares them if the pooler keeps them)",
         alias,
         named,
-        row[0] if row else None,
+        answering,
         extra={"event": "jobs.prepared.unproven", "database": alias},
     )
 
