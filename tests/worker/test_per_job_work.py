@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
@@ -131,6 +132,7 @@ COUNTED_CALLS = {
     "holds": (HandOffs, "holds"),
     "reserve": (Worker, "_reserve"),
     "encode_stored": (Settings, "encode_stored"),
+    "tz_load": (BaseTzLoader, "load"),
 }
 
 
@@ -157,7 +159,8 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
 ) -> None:
     """Before: per job, ``lend`` once and ``holds`` about twice with no limited job anywhere,
     ``_reserve`` about three times (an empty second pass of ``_start_waiting`` after each
-    start), the ``None`` result encoded, and the ``TENANT_CONTEXT`` setting looked up."""
+    start), the ``None`` result encoded, the ``TENANT_CONTEXT`` setting looked up, and two
+    timestamps decoded from the claim's row that the worker never reads."""
     jobs.noop.enqueue_many([{} for _ in range(JOBS)])
     running = make_worker(concurrency=8, start=False, ack_flush=0.02)
     worker = running.worker
@@ -166,6 +169,6 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
     wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
     per_job = {what: n / JOBS for what, n in (calls - before).items()}
     running.stop()
-    skipped = ("lend", "holds", "encode_stored", "tenant hook")
+    skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook")
     assert all(per_job.get(what, 0) < 0.05 for what in skipped), per_job
     assert per_job.get("reserve", 0) <= 1.5, per_job

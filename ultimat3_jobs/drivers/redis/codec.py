@@ -180,18 +180,13 @@ without a JSON parse."""
 
 
 def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
-    """The jobs a claim answered. The jobs of one claim share their lease's end and, enqueued
-    together, their enqueue time, and mostly their name, queue and tenant: each distinct value
-    is decoded once."""
-    moments: dict[Any, datetime | None] = {}
+    """The jobs a claim answered. The jobs of one claim mostly share their name, queue and
+    tenant: each distinct value is decoded once. The row's lease end and enqueue time, which
+    the claim answers too, are not decoded (no worker reads them)."""
     texts: dict[Any, str | None] = {None: None}
     claimed = []
-    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, lease,
-         created, traceparent) in answer:  # fmt: skip
-        if (lease_at := moments.get(lease)) is None:
-            lease_at = moments[lease] = moment(lease)
-        if (enqueued_at := moments.get(created)) is None:
-            enqueued_at = moments[created] = moment(created)
+    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, _lease,
+         _created, traceparent) in answer:  # fmt: skip
         for raw in (name, queue, tenant, traceparent):
             if raw not in texts:
                 texts[raw] = text(raw)
@@ -207,8 +202,6 @@ def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
                 claim_token=uuid.UUID(text(token)),
                 priority=int(priority),
                 tenant_id=texts[tenant],
-                lease_expires_at=lease_at,  # type: ignore[arg-type]
-                enqueued_at=enqueued_at,  # type: ignore[arg-type]
                 traceparent=texts[traceparent],
             )
         )
