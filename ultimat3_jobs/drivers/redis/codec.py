@@ -202,7 +202,7 @@ without a JSON parse."""
 
 CLAIMED_FIELDS = (
     "id", "name", "queue", "input", "attempt", "max_attempts", "claim_token", "priority",
-    "tenant_id", "lease_expires_at", "enqueued_at", "traceparent",
+    "tenant_id", "traceparent",
 )  # fmt: skip
 """``ClaimedJob``'s fields, in the order of a claim's answer row (a test holds them to the
 class's own)."""
@@ -211,7 +211,7 @@ _CLAIMED_SLOTS = tuple(getattr(ClaimedJob, name).__set__ for name in CLAIMED_FIE
 
 def _claimed(*values: Any) -> ClaimedJob:
     """A ``ClaimedJob`` of ``values`` (in ``CLAIMED_FIELDS`` order) with its slots set as its
-    frozen ``__init__`` sets them, at about a quarter of that ``__init__``'s cost (twelve
+    frozen ``__init__`` sets them, at about a quarter of that ``__init__``'s cost (ten
     keywords, each set through ``object.__setattr__``); one is built per claimed job."""
     job = _NEW(ClaimedJob)
     for put, value in zip(_CLAIMED_SLOTS, values, strict=True):
@@ -220,18 +220,13 @@ def _claimed(*values: Any) -> ClaimedJob:
 
 
 def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
-    """The jobs a claim answered. The jobs of one claim share their lease's end and, enqueued
-    together, their enqueue time, and mostly their name, queue and tenant: each distinct value
-    is decoded once."""
-    moments: dict[Any, datetime | None] = {}
+    """The jobs a claim answered. The jobs of one claim mostly share their name, queue and
+    tenant: each distinct value is decoded once. The row's lease end and enqueue time, which
+    the claim answers too, are not decoded (no worker reads them)."""
     texts: dict[Any, str | None] = {None: None}
     claimed = []
-    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, lease,
-         created, traceparent) in answer:  # fmt: skip
-        if (lease_at := moments.get(lease)) is None:
-            lease_at = moments[lease] = moment(lease)
-        if (enqueued_at := moments.get(created)) is None:
-            enqueued_at = moments[created] = moment(created)
+    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, _lease,
+         _created, traceparent) in answer:  # fmt: skip
         for raw in (name, queue, tenant, traceparent):
             if raw not in texts:
                 texts[raw] = text(raw)
@@ -247,8 +242,6 @@ def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
                 uuid_of(token),
                 int(priority),
                 texts[tenant],
-                lease_at,
-                enqueued_at,
                 texts[traceparent],
             )
         )

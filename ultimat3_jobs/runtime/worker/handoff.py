@@ -159,6 +159,9 @@ class HandOffs:
         self._wake = wake
         self._find = find
         self._lease_seconds = lease_seconds
+        self.none_held = self._holdings.none_held
+        """Whether no run holds a lease slot (always, in a worker whose jobs declare no
+        limit): nothing to lend, hold or offer."""
         if driver.hands_off_slots:
             self._holdings.lends = self._lends
             gate.lend = self.lend_to
@@ -257,6 +260,8 @@ class HandOffs:
         the slot. Answers whether it waited."""
         claiming = self._ahead.claiming
         if not claiming.flying or len(self._ahead) or not self._driver.hands_off_slots:
+            return False
+        if self._holdings.none_held():  # no run holds a slot: none of them ended on one
             return False
         if not any(self.holds(attempt) for attempt in settling):
             return False
