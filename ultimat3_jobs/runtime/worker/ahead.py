@@ -51,6 +51,11 @@ class ClaimAhead:
         """The attempts waiting for a slot, parked ones too."""
         return len(self._waiting) + len(self._parked)
 
+    def behind(self, held: int) -> bool:
+        """Whether the settler lags: of the ``held`` attempts, at least ``settle_backlog`` wait
+        for their ack; never while the settler asked for a claim (``inflight.py``)."""
+        return held - len(self) >= self.settle_backlog and not self.claiming.asked
+
     def parked(self) -> int:
         """How many attempts are parked."""
         return len(self._parked)

@@ -84,6 +84,7 @@ class Gate(Protocol):
 
     holdings: Holdings
     lend: Callable[[Attempt], bool] | None
+    asking: Callable[[], None]
 
     def granted(self, attempt: Attempt, key: str | None) -> None:
         """The run holds its leases now."""
@@ -162,6 +163,7 @@ class HandOffs:
         if driver.hands_off_slots:
             self._holdings.lends = self._lends
             gate.lend = self.lend_to
+            gate.asking = ahead.claiming.end  # the claim's runs were lent what they could be
 
     def _lends(self) -> bool:
         return self._ahead.short(LEND_WAIT_SECONDS)
@@ -253,13 +255,19 @@ class HandOffs:
     def await_claim(self, settling: Sequence[Attempt]) -> bool:
         """Before a flush of ``settling``: when one of them ended on a slot that nobody runs
         on, no run waits in the worker (the flush offers the slot to those) and a claim is on
-        its way, wait for it to land (at most :data:`CLAIM_WAIT_SECONDS`), so its runs are lent
-        the slot. Answers whether it waited."""
+        its way, or the last one took all it asked (then one is asked of the loop now), wait
+        for it to land (at most :data:`CLAIM_WAIT_SECONDS`), so its runs are lent the slot.
+        Answers whether it waited."""
         claiming = self._ahead.claiming
-        if not claiming.flying or len(self._ahead) or not self._driver.hands_off_slots:
+        if len(self._ahead) or not self._driver.hands_off_slots:
+            return False
+        if not (claiming.flying or claiming.more):
             return False
         if not any(self.holds(attempt) for attempt in settling):
             return False
+        if not claiming.flying:  # none on its way, more queued: ask the loop for one
+            claiming.ask()
+            self._wake()
         return claiming.wait(CLAIM_WAIT_SECONDS)
 
     def holds(self, attempt: Attempt) -> bool:
