@@ -1,8 +1,8 @@
-"""A flush that would free slots nobody was lent, with no claim on its way, asks the claim loop
-for one while the last claim took all it asked (more is queued), and waits for it as for a
-claim already on its way: the loop claims then even past its settle backlog, and the flush
-passes the rows to the runs that claim brings instead of deleting them for the worker to take
-again with ``lease_acquire_many`` (``handoff.py``). A claim lands for the flush once its runs
+"""A flush that would free slots nobody was lent, with no claim on its way while the loop waits
+for the settler to claim again (its settle backlog) and the last claim took all it asked,
+asks the loop for that claim first and waits for it as for a claim already on its way: the
+flush passes the rows to the runs that claim brings instead of deleting them for the worker to
+take again with ``lease_acquire_many`` (``handoff.py``). A claim lands for the flush once its runs
 were lent what could be lent, before the gate's own lease statement. In the limits bench's
 capped drain (20,000 jobs, 2 x 32 slots, six paired runs) the two cut the
 ``lease_acquire_many`` statements from a median of 106 to 78 and the rows they took from
@@ -90,7 +90,7 @@ def test_a_flush_freeing_a_slot_with_no_claim_on_its_way_asks_one_and_waits_for_
     ahead.claiming.begin()
     ahead.claiming.end(more=True)  # the last claim took all it asked
     settling = [ended_on_a_slot(gate)]
-    assert ahead.behind(ahead.settle_backlog)  # without an ask, the loop waits for settles
+    assert ahead.behind(ahead.settle_backlog)  # the loop waits for the settler to claim
     assert handoffs.await_claim(settling)  # type: ignore[arg-type]
     assert loop.wakes == 1
     assert not ahead.claiming.flying  # it waited for the claim it asked to land
@@ -107,6 +107,21 @@ def test_after_a_claim_that_found_less_than_it_asked_a_flush_asks_no_claim() -> 
     handoffs = handoffs_with(gate, ahead, loop)
     ahead.claiming.begin()
     ahead.claiming.end(more=False)  # the queue ran dry: no claim for a flush's sake
+    assert ahead.behind(ahead.settle_backlog)
+    assert not handoffs.await_claim([ended_on_a_slot(gate)])  # type: ignore[arg-type]
+    assert loop.wakes == 0
+    hooks.shutdown(timeout=1)
+
+
+def test_a_flush_asks_no_claim_while_the_loop_does_not_wait_for_the_settler() -> None:
+    hooks = BodyPool(1, name="test-hooks")
+    gate = LeaseGate(driver=MemoryDriver(), worker_id="w", hooks=hooks)
+    ahead = ClaimAhead(4)
+    loop = Loop(ahead)
+    handoffs = handoffs_with(gate, ahead, loop)
+    ahead.claiming.begin()
+    ahead.claiming.end(more=True)
+    assert not ahead.behind(0)  # the loop claims when it wants: the flush does not wait
     assert not handoffs.await_claim([ended_on_a_slot(gate)])  # type: ignore[arg-type]
     assert loop.wakes == 0
     hooks.shutdown(timeout=1)

@@ -255,17 +255,19 @@ class HandOffs:
     def await_claim(self, settling: Sequence[Attempt]) -> bool:
         """Before a flush of ``settling``: when one of them ended on a slot that nobody runs
         on, no run waits in the worker (the flush offers the slot to those) and a claim is on
-        its way, or the last one took all it asked (then one is asked of the loop now), wait
-        for it to land (at most :data:`CLAIM_WAIT_SECONDS`), so its runs are lent the slot.
-        Answers whether it waited."""
+        its way, or would come once this settle lands (the last claim took all it asked and
+        the loop waits for the settler: one is asked of it now), wait for it to land (at most
+        :data:`CLAIM_WAIT_SECONDS`), so its runs are lent the slot. Answers whether it
+        waited."""
         claiming = self._ahead.claiming
         if len(self._ahead) or not self._driver.hands_off_slots:
             return False
-        if not (claiming.flying or claiming.more):
+        asking = not claiming.flying and claiming.more and self._ahead.held_back
+        if not (claiming.flying or asking):
             return False
         if not any(self.holds(attempt) for attempt in settling):
             return False
-        if not claiming.flying:  # none on its way, more queued: ask the loop for one
+        if asking:  # the loop waits for this settle to claim: ask it to claim first
             claiming.ask()
             self._wake()
         return claiming.wait(CLAIM_WAIT_SECONDS)

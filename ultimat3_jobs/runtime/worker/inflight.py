@@ -8,11 +8,11 @@ rows to them instead of deleting them, so that the worker does not take the same
 with a statement of its own. A claim lands for the settler once its runs were lent what could be
 lent, before the lease gate's own statement (``limits.py``) for the others.
 
-With no claim on its way, a settler whose flush would free such slots asks the loop for one
-(:meth:`ClaimInFlight.ask`) while the last claim took all it asked (:attr:`~ClaimInFlight.more`:
-more is queued), and waits for it the same way: the loop claims then even past its settle
-backlog (``ahead.py``), so that the settle it would otherwise wait for does not delete the rows
-the claim's runs take again.
+With no claim on its way, while the loop waits for the settler to claim again (its settle
+backlog, ``ahead.py``) and the last claim took all it asked (:attr:`~ClaimInFlight.more`: more
+is queued), a settler whose flush would free such slots asks the loop for its claim first
+(:meth:`ClaimInFlight.ask`) and waits for it the same way, so that its settle does not delete
+the rows the claim's runs would take again.
 """
 
 from __future__ import annotations
