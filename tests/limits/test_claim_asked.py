@@ -13,19 +13,20 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from tests.limits import jobs
+import pytest
+
+from tests.limits.test_gate import attempt_of, claimed
 from ultimat3_jobs.drivers.base import LeaseGrant, LeaseRun
 from ultimat3_jobs.drivers.memory import MemoryDriver
-from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.runtime.common.pool import BodyPool
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
-from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.runtime.worker.limits import LeaseGate
-from ultimat3_jobs.types import EnqueueRequest, new_job_id
 
 KEY = "job:tests.limits.one_at_a_time"
 
@@ -81,50 +82,55 @@ def ended_on_a_slot(gate: LeaseGate) -> Any:
     return SimpleNamespace(job=job)
 
 
-def test_a_flush_freeing_a_slot_with_no_claim_on_its_way_asks_one_and_waits_for_it() -> None:
+@dataclass
+class Settling:
+    """A worker's hand-offs as a flush sees them, its last claim told ``more``."""
+
+    gate: LeaseGate
+    ahead: ClaimAhead
+    loop: Loop
+    handoffs: HandOffs
+
+
+@pytest.fixture
+def settling() -> Iterator[Any]:
+    def build(*, more: bool) -> Settling:
+        gate = LeaseGate(driver=MemoryDriver(), worker_id="w", hooks=hooks)
+        ahead = ClaimAhead(4)
+        loop = Loop(ahead)
+        ahead.claiming.begin()
+        ahead.claiming.end(more=more)
+        return Settling(gate, ahead, loop, handoffs_with(gate, ahead, loop))
+
     hooks = BodyPool(1, name="test-hooks")
-    gate = LeaseGate(driver=MemoryDriver(), worker_id="w", hooks=hooks)
-    ahead = ClaimAhead(4)
-    loop = Loop(ahead)
-    handoffs = handoffs_with(gate, ahead, loop)
-    ahead.claiming.begin()
-    ahead.claiming.end(more=True)  # the last claim took all it asked
-    settling = [ended_on_a_slot(gate)]
-    assert ahead.behind(ahead.settle_backlog)  # the loop waits for the settler to claim
-    assert handoffs.await_claim(settling)  # type: ignore[arg-type]
-    assert loop.wakes == 1
-    assert not ahead.claiming.flying  # it waited for the claim it asked to land
-    for thread in loop.threads:
+    yield build
+    hooks.shutdown(timeout=1)
+
+
+def test_a_flush_freeing_a_slot_with_no_claim_on_its_way_asks_one_and_waits_for_it(
+    settling,
+) -> None:
+    it = settling(more=True)  # the last claim took all it asked
+    assert it.ahead.behind(it.ahead.settle_backlog)  # the loop waits for the settler to claim
+    assert it.handoffs.await_claim([ended_on_a_slot(it.gate)])
+    assert it.loop.wakes == 1
+    assert not it.ahead.claiming.flying  # it waited for the claim it asked to land
+    for thread in it.loop.threads:
         thread.join(5)
-    hooks.shutdown(timeout=1)
 
 
-def test_after_a_claim_that_found_less_than_it_asked_a_flush_asks_no_claim() -> None:
-    hooks = BodyPool(1, name="test-hooks")
-    gate = LeaseGate(driver=MemoryDriver(), worker_id="w", hooks=hooks)
-    ahead = ClaimAhead(4)
-    loop = Loop(ahead)
-    handoffs = handoffs_with(gate, ahead, loop)
-    ahead.claiming.begin()
-    ahead.claiming.end(more=False)  # the queue ran dry: no claim for a flush's sake
-    assert ahead.behind(ahead.settle_backlog)
-    assert not handoffs.await_claim([ended_on_a_slot(gate)])  # type: ignore[arg-type]
-    assert loop.wakes == 0
-    hooks.shutdown(timeout=1)
+def test_after_a_claim_that_found_less_than_it_asked_a_flush_asks_no_claim(settling) -> None:
+    it = settling(more=False)  # the queue ran dry: no claim for a flush's sake
+    assert it.ahead.behind(it.ahead.settle_backlog)
+    assert not it.handoffs.await_claim([ended_on_a_slot(it.gate)])
+    assert it.loop.wakes == 0
 
 
-def test_a_flush_asks_no_claim_while_the_loop_does_not_wait_for_the_settler() -> None:
-    hooks = BodyPool(1, name="test-hooks")
-    gate = LeaseGate(driver=MemoryDriver(), worker_id="w", hooks=hooks)
-    ahead = ClaimAhead(4)
-    loop = Loop(ahead)
-    handoffs = handoffs_with(gate, ahead, loop)
-    ahead.claiming.begin()
-    ahead.claiming.end(more=True)
-    assert not ahead.behind(0)  # the loop claims when it wants: the flush does not wait
-    assert not handoffs.await_claim([ended_on_a_slot(gate)])  # type: ignore[arg-type]
-    assert loop.wakes == 0
-    hooks.shutdown(timeout=1)
+def test_a_flush_asks_no_claim_while_the_loop_does_not_wait_for_the_settler(settling) -> None:
+    it = settling(more=True)
+    assert not it.ahead.behind(0)  # the loop claims when it wants: the flush does not wait
+    assert not it.handoffs.await_claim([ended_on_a_slot(it.gate)])
+    assert it.loop.wakes == 0
 
 
 class Watching(Handing):
@@ -146,20 +152,9 @@ def test_a_claim_lands_for_the_flush_before_the_gates_lease_statement() -> None:
     hooks = BodyPool(1, name="test-hooks")
     gate = LeaseGate(driver=driver, worker_id="w", hooks=hooks)
     handoffs_with(gate, ahead, Loop(ahead), driver)
-    driver.job_enqueue(
-        request=EnqueueRequest(
-            id=new_job_id(),
-            name=jobs.one_at_a_time.name,
-            queue="default",
-            input_json="{}",
-            max_attempts=3,
-        )
-    )
     ahead.claiming.begin()
-    (job,) = driver.job_claim(queues=["default"], limit=1, worker_id="w", lease_seconds=30)
-    ctx = JobContext(job_id=job.id, name=job.name, attempt=job.attempt)
-    attempt = Attempt(job=job, definition=jobs.one_at_a_time.definition, ctx=ctx)
-    assert gate.start([attempt]) == ["run"]
+    (job,) = claimed(driver)
+    assert gate.start([attempt_of(job)]) == ["run"]
     assert driver.flying_at_statement == [False]
     driver.close()
     hooks.shutdown(timeout=1)
