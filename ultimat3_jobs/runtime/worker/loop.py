@@ -189,10 +189,10 @@ class Worker:
                     for job in jobs:
                         self._ahead.add(self._track(job, since=looked_at))
                     self._start_waiting()
-                    self._ahead.claiming.end()  # what it took was given its slots
+                    found = self._limits.found(len(jobs), gone)  # hook: limits; shed: not found
+                    self._ahead.claiming.end(more=found >= want)  # given their slots
                     if jobs:
                         self.claimed.set()
-                    found = self._limits.found(len(jobs), gone)  # hook: limits; shed: not found
                     if found:
                         self._backoff.reset()
                     if found < want:
@@ -224,7 +224,7 @@ class Worker:
         """The free slots plus what claim-ahead wants (``ahead.py``); none when the settler lags."""
         free = self._free_slots() - self._ahead.parked()  # parked runs take slots soon
         with self._lock:
-            if len(self._running) - len(self._ahead) >= self._ahead.settle_backlog:
+            if self._ahead.behind(len(self._running)):
                 return 0
         return self._ahead.wanted(free, self._limits.gate.holdings.ending)
 
