@@ -116,6 +116,23 @@ def test_a_batch_of_several_chunks_wakes_its_queue_once_after_its_commit(subscri
     assert wakes.count("default") == 1
 
 
+def test_an_enqueue_many_call_wakes_its_queue_once_at_commit_and_not_on_rollback(
+    subscribe: Any,
+) -> None:
+    _, wakes = subscribe()
+    with transaction.atomic():
+        echo.enqueue_many([{"n": n} for n in range(2 * ENQUEUE_CHUNK + 1)])
+        transaction.set_rollback(True)
+    results = echo.enqueue_many([{"n": n} for n in range(2 * ENQUEUE_CHUNK + 1)])
+    assert all(result.created for result in results)
+    with connection.cursor() as cursor:  # only the committed call's rows, in one transaction
+        cursor.execute("select count(*), count(distinct xmin::text) from x_jobs")
+        assert cursor.fetchone() == (2 * ENQUEUE_CHUNK + 1, 1)
+    add.using(queue="sentinel").enqueue(a=1, b=2)
+    assert wakes.wait_for("sentinel")
+    assert wakes.count("default") == 1
+
+
 def test_delayed_enqueue_sends_no_wake(subscribe: Any) -> None:
     _, wakes = subscribe()
     echo.using(delay=60).enqueue(n=1)

@@ -33,6 +33,7 @@ BOUND_STATEMENTS = frozenset(
         "job_heartbeat_many",
         "job_enqueue_many",
         "job_enqueue_shared",
+        "job_enqueue_minted",
     }
 )
 
