@@ -18,6 +18,7 @@ from django.db import connection, transaction
 
 from tests.testapp.jobs import echo
 from ultimat3_jobs.batches import RequestBatch
+from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.types import new_job_ids
 
@@ -78,6 +79,14 @@ def test_the_minted_statement_answers_and_stores_as_the_deduping_one() -> None:
         (job_id, "tests.echo", f'{{"n": {n}}}', None, False, "queued")
         for n, job_id in enumerate(ids)
     ]
+
+
+def test_a_call_of_several_chunks_writes_them_all_in_one_transaction() -> None:
+    results = echo.enqueue_many([{"n": n} for n in range(2 * ENQUEUE_CHUNK + 1)])
+    assert [r.status for r in results] == ["created"] * (2 * ENQUEUE_CHUNK + 1)
+    with connection.cursor() as cursor:
+        cursor.execute("select count(*), count(distinct xmin::text) from x_jobs")
+        assert cursor.fetchone() == (2 * ENQUEUE_CHUNK + 1, 1)
 
 
 def test_a_paused_names_minted_jobs_are_flagged_paused() -> None:
