@@ -17,6 +17,8 @@ from ultimat3_jobs.errors import JobInputInvalid
 
 INT_MIN = -(2**63)
 INT_MAX = 2**63 - 1
+NULL_JSON = "null"
+"""The JSON text of ``None``, what most bodies return."""
 
 
 def _path(parent: str, key: str | int) -> str:
@@ -189,8 +191,8 @@ def encode_json(value: Any, *, root: str = "input", max_depth: int, max_bytes: i
     """The compact JSON text of ``value`` after :func:`check_json`; refused when its UTF-8 form
     is longer than ``max_bytes``. A flat object is checked and written in one pass; ``None``
     (what most bodies return) costs no encoder."""
-    if value is None and max_bytes >= len("null"):
-        return "null"
+    if value is None and max_bytes >= len(NULL_JSON):
+        return NULL_JSON
     flat = _flat_text(value, max_depth)
     if flat is not None:
         try:

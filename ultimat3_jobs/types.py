@@ -169,8 +169,6 @@ class ClaimedJob:
     claim_token: uuid.UUID
     priority: int
     tenant_id: str | None
-    lease_expires_at: datetime
-    enqueued_at: datetime
     traceparent: str | None = None
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -55,8 +54,6 @@ def running(queue: str = "default", tenant: str | None = None) -> Attempt:
         claim_token=new_job_id(),
         tenant_id=tenant,
         priority=0,
-        lease_expires_at=datetime.now(UTC),
-        enqueued_at=datetime.now(UTC),
     )
     return Attempt(job=job, definition=None, ctx=JobContext(job_id=job.id, name=job.name))
 

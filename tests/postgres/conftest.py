@@ -8,14 +8,23 @@ from typing import Any
 import pytest
 from django.db import connection
 
+UNSTATED = "unstated"
+"""The ``threshold`` of an alias whose ``OPTIONS`` name no ``prepare_threshold`` (Django's
+default): the worker's statements are prepared on a direct session, nothing else is."""
 
-@pytest.fixture(params=[None, 5], ids=["django-default", "prepare_threshold=5"])
-def threshold(request: pytest.FixtureRequest) -> Iterator[int | None]:
-    """Django's default (no prepared statements), then an alias that asks for them; the
-    connection reopens with the options of each."""
+
+@pytest.fixture(
+    params=[UNSTATED, None, 5],
+    ids=["django-default", "prepare_threshold=None", "prepare_threshold=5"],
+)
+def threshold(request: pytest.FixtureRequest) -> Iterator[int | str | None]:
+    """Django's default (no ``prepare_threshold``), then an alias that states ``None`` (no
+    prepared statements), then one that asks for them; the connection reopens with the options
+    of each."""
     options: dict[str, Any] = connection.settings_dict.setdefault("OPTIONS", {})
     before = dict(options)
-    if request.param is not None:
+    options.pop("prepare_threshold", None)
+    if request.param != UNSTATED:
         options["prepare_threshold"] = request.param
     connection.close()  # the next statement connects with these options
     yield request.param

@@ -80,7 +80,7 @@ def test_an_enqueue_hands_its_job_to_the_idle_worker_it_wakes(redis_store: Redis
         assert (job.id, job.queue, job.attempt) == (job_id, "emails", 1)
         record = redis_store.job_get(job_id=job_id)
         assert record is not None
-        assert (record.attempt, record.lease_expires_at) == (1, job.lease_expires_at)
+        assert record.attempt == 1 and record.lease_expires_at is not None
         # The worker's next claim answers nothing more: the hand came by its message.
         assert claim(redis_store, ["emails"], worker_id="worker-a") == []
         assert ack(redis_store, job.id, job.claim_token)

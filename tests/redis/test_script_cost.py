@@ -114,3 +114,19 @@ def test_a_claim_and_an_ack_read_only_the_job_fields_they_use(redis_store: Redis
     }
     assert len(claimed) == PER_CALL
     assert read == {"claim": 9, "ack": 5}, read
+
+
+def test_a_claim_on_one_queue_reads_its_ready_set_without_scores(redis_store: RedisDriver):
+    """A ready set's scores only order the heads of several queues against each other; on one
+    queue its order is the claim order, so the claim asks for no scores (Redis would format
+    each as a 17-digit double for the script to parse back). Two queues still read them."""
+    redis_store.job_enqueue_many(requests=[request() for _ in range(PER_CALL)])
+    redis_store.job_enqueue_many(requests=[request(queue="other") for _ in range(PER_CALL)])
+
+    def ready_reads(queues: tuple[str, ...]) -> list[list[str]]:
+        lines = script_lines(redis_store, lambda: claim(redis_store, queues, limit=10))
+        return [words for words in lines if words[0].upper() == "ZRANGE"]
+
+    one, two = ready_reads(("default",)), ready_reads(("default", "other"))
+    assert one and not any("WITHSCORES" in (w.upper() for w in words) for words in one), one
+    assert len(two) == 2 and all(words[-1].upper() == "WITHSCORES" for words in two), two

@@ -8,7 +8,6 @@ import threading
 import time
 import uuid
 import weakref
-from datetime import UTC, datetime
 from functools import partial
 
 from ultimat3_jobs.drivers.memory import MemoryDriver
@@ -22,7 +21,6 @@ from ultimat3_jobs.types import ClaimedJob
 
 
 def make_attempt() -> Attempt:
-    now = datetime.now(UTC)
     job = ClaimedJob(
         id=uuid.uuid4(),
         name="tests.noop",
@@ -33,8 +31,6 @@ def make_attempt() -> Attempt:
         claim_token=uuid.uuid4(),
         priority=0,
         tenant_id=None,
-        lease_expires_at=now,
-        enqueued_at=now,
     )
     return Attempt(job=job, definition=None, ctx=JobContext(job_id=job.id, name=job.name))
 

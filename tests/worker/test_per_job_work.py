@@ -13,12 +13,19 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
+from ultimat3_jobs.conf import Settings
+from ultimat3_jobs.model import tenancy
 from ultimat3_jobs.model.context import CancelEvent, JobContext
+from ultimat3_jobs.runtime.worker import Worker
+from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.runtime.worker.holdings import Holdings
 
 JOBS = 300
@@ -118,3 +125,50 @@ def test_two_threads_first_asking_share_one_condition() -> None:
         for thread in threads:
             thread.join(10)
         assert seen[0] is seen[1]
+
+
+COUNTED_CALLS = {
+    "lend": (HandOffs, "lend"),
+    "holds": (HandOffs, "holds"),
+    "reserve": (Worker, "_reserve"),
+    "encode_stored": (Settings, "encode_stored"),
+    "tz_load": (BaseTzLoader, "load"),
+}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts the calls of ``COUNTED_CALLS`` and of the ``TENANT_CONTEXT`` look-up, any thread."""
+    counts: Counter[str] = Counter()
+
+    def counting(what: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            counts[what] += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+    for what, (owner, name) in COUNTED_CALLS.items():
+        monkeypatch.setattr(owner, name, counting(what, getattr(owner, name)))
+    monkeypatch.setattr(tenancy, "tenancy_hook", counting("tenant hook", tenancy.tenancy_hook))
+    return counts
+
+
+def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
+    make_worker, calls: Counter[str]
+) -> None:
+    """Before: per job, ``lend`` once and ``holds`` about twice with no limited job anywhere,
+    ``_reserve`` about three times (an empty second pass of ``_start_waiting`` after each
+    start), the ``None`` result encoded, the ``TENANT_CONTEXT`` setting looked up, and two
+    timestamps decoded from the claim's row that the worker never reads."""
+    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
+    running = make_worker(concurrency=8, start=False, ack_flush=0.02)
+    worker = running.worker
+    before = Counter(calls)
+    running.start()
+    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
+    per_job = {what: n / JOBS for what, n in (calls - before).items()}
+    running.stop()
+    skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook")
+    assert all(per_job.get(what, 0) < 0.05 for what in skipped), per_job
+    assert per_job.get("reserve", 0) <= 1.5, per_job

@@ -84,6 +84,12 @@ def _compiled(signature: inspect.Signature) -> InputShape | None:
     return shape
 
 
+def admitted(signature: inspect.Signature, input: Mapping[str, Any]) -> bool:
+    """Whether the compiled shape alone admits ``input`` (``False``: only ``bind`` can tell)."""
+    shape = _compiled(signature)
+    return shape is not None and shape.admits(input)
+
+
 def check_signature(
     signature: inspect.Signature | None, input: Mapping[str, Any], *, where: str
 ) -> None:
@@ -91,8 +97,7 @@ def check_signature(
     body in the message)."""
     if signature is None:
         return
-    shape = _compiled(signature)
-    if shape is not None and shape.admits(input):
+    if admitted(signature, input):
         return
     try:
         signature.bind(None, **input)

@@ -200,7 +200,7 @@ class TenantScope:
         self._inner: ExitStack | None = None
 
     def __enter__(self) -> None:
-        factory = tenancy_hook(self._settings or get_settings(), "TENANT_CONTEXT")
+        factory = _context_hook(self._settings or get_settings())
         self._token = install_tenant(self._tenant_id)
         if factory is None:
             return
@@ -219,6 +219,21 @@ class TenantScope:
             return None if self._inner is None else self._inner.__exit__(kind, exc, tb)
         finally:
             uninstall_tenant(self._token)
+
+
+_context_hooks: tuple[Settings, Callable[..., Any] | None] | None = None
+"""The last settings' ``TENANT_CONTEXT`` hook, beside them: a scope is entered around every
+body, and the settings are one object until they change (``reset_settings``)."""
+
+
+def _context_hook(settings: Settings) -> Callable[..., Any] | None:
+    global _context_hooks
+    cached = _context_hooks
+    if cached is not None and cached[0] is settings:
+        return cached[1]
+    factory = tenancy_hook(settings, "TENANT_CONTEXT")
+    _context_hooks = (settings, factory)
+    return factory
 
 
 def tenant_scope(tenant_id: str | None, settings: Settings | None = None) -> TenantScope:

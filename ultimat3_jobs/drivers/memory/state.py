@@ -224,8 +224,6 @@ class MemoryState(ClaimHeaps):
             claim_token=row.claim_token,
             priority=row.priority,
             tenant_id=row.tenant_id,
-            lease_expires_at=row.lease_expires_at,
-            enqueued_at=row.created_at,
             traceparent=row.traceparent,
         )
 

@@ -1,20 +1,42 @@
-"""The hot statements, prepared when the alias asks for prepared statements.
+"""The hot statements, prepared on a connection that keeps them.
 
 The statements a worker and ``enqueue_many`` run all day (:data:`BOUND_STATEMENTS`) are
 planned anew on every run by Django's default cursor, which binds client-side
 (``ClientCursor``) and never prepares: about 1 ms for ``job_claim`` and 3 ms for a
-``job_settle_many`` that mixes endings, on the database's CPU. When the alias asks for prepared
-statements, as Django has it (``"OPTIONS": {"prepare_threshold": N}``, any number), they are
-sent with server-side binding on the same Django connection (its transaction, its time zone,
-its ``execute_wrapper`` hooks and query log) and prepared on their first run. Without it they
-run as every other statement does: Django leaves prepared statements off by default because a
-connection pooler in transaction mode does not keep them, and so does this driver. (Binding
-server-side alone, unprepared, measured no cheaper than Django's client-side binding with
-psycopg's C implementation, so it is not used without the preparation.)
+``job_settle_many`` that mixes endings, on the database's CPU. Prepared, they are sent with
+server-side binding on the same Django connection (its transaction, its time zone, its
+``execute_wrapper`` hooks and query log) and prepared on their first run on that connection.
+
+A prepared statement lives in one server session; a proxy in transaction-pooling mode hands
+the next transaction to another one, where it is missing. Django leaves preparation off by
+default for that reason. Whether a connection prepares is the alias's ``OPTIONS`` (one rule,
+:func:`preparation`):
+
+* ``"prepare_threshold": N`` (any number): every bound statement is prepared; the alias says
+  its path keeps sessions.
+* ``"prepare_threshold": None``, stated: nothing is (the opt-out, for any proxy).
+* not stated (Django's default): the worker's own statements (:data:`WORKER_STATEMENTS`) are
+  prepared on a connection proven to be a session of its own (:func:`direct_session`), the
+  others are not; ``enqueue_many``'s run in web processes, on short-lived connections, where a
+  preparation would cost a round trip more than it saves.
+
+The proof, once per psycopg connection (a reconnect proves anew, and psycopg's cache of
+prepared statements is per connection too): the backend pid the server named when the
+connection opened (``BackendKeyData``) is the pid of the backend that answers a statement
+(``pg_backend_pid()``). A pooler answers the connection itself and names a key of its own (its
+cancel requests must reach whichever backend serves the client then), so behind PgBouncer,
+PgCat, Odyssey or Supavisor, in any pool mode, nothing is prepared by default. The proof runs
+on the psycopg connection, outside Django's ``execute_wrapper`` hooks and query log.
+
+(Binding server-side alone, unprepared, measured no cheaper than Django's client-side binding
+with psycopg's C implementation, so an unprepared bound statement takes Django's cursor.)
 """
 
 from __future__ import annotations
 
+import logging
+import sys
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,26 +45,43 @@ import psycopg
 from django.db import connections
 from django.db.backends.utils import CursorWrapper
 
-BOUND_STATEMENTS = frozenset(
+logger = logging.getLogger("ultimat3_jobs.driver")
+
+WORKER_STATEMENTS = frozenset(
     {
         "job_claim",
-        "job_claim_notified",
         "job_ack_many",
         "job_settle_many",
         "job_settle_handoff",
+        "job_settle_many_handoff",
         "job_heartbeat_many",
-        "job_enqueue_many",
-        "job_enqueue_shared",
-        "job_enqueue_minted",
     }
 )
+"""The statements a worker runs per claim, per flush of endings and per beat: prepared by
+default on a direct session."""
+
+BOUND_STATEMENTS = WORKER_STATEMENTS | {
+    "job_claim_notified",
+    "job_enqueue_many",
+    "job_enqueue_shared",
+    "job_enqueue_minted",
+}
+"""Every statement prepared when the alias asks for prepared statements."""
+
+COUNTED_NEVER = sys.maxsize
+"""The threshold a connection with preparation off (``None``) runs a bound statement with:
+psycopg prepares only what a cursor asks it to, and never a statement by its count."""
+
+PROOF = b"select pg_backend_pid()"
+
+_proven: weakref.WeakKeyDictionary[psycopg.Connection[Any], bool] = weakref.WeakKeyDictionary()
+_refused_aliases: set[str] = set()
 
 
 class BoundCursor(psycopg.Cursor[Any]):
-    """psycopg's server-side binding cursor; ``prepared`` says whether a run without an
-    explicit ``prepare`` is prepared (True) or follows the connection's threshold (None)."""
-
-    prepared: bool | None = None
+    """psycopg's server-side binding cursor whose every run is prepared, on its first run
+    on the connection, whatever the connection's ``prepare_threshold`` (Django's ``None`` is
+    lifted for the run alone)."""
 
     def execute(
         self,
@@ -52,30 +91,83 @@ class BoundCursor(psycopg.Cursor[Any]):
         prepare: bool | None = None,
         binary: bool | None = None,
     ) -> BoundCursor:
-        chosen = self.prepared if prepare is None else prepare
-        super().execute(query, params, prepare=chosen, binary=binary)
+        conn = self.connection
+        threshold = conn.prepare_threshold
+        if threshold is None:
+            conn.prepare_threshold = COUNTED_NEVER
+        try:
+            super().execute(query, params, prepare=prepare is not False, binary=binary)
+        finally:
+            if threshold is None:
+                conn.prepare_threshold = None
         return self
 
 
-def prepares(alias: str) -> bool:
-    """Whether the alias asked for prepared statements (``OPTIONS["prepare_threshold"]``)."""
-    return asks_prepared(connections[alias])
+def preparation(connection: Any) -> bool | None:
+    """The alias's stated choice: True (a ``prepare_threshold``), False (``None`` stated), or
+    ``None`` when it states none (Django's default)."""
+    options = connection.settings_dict.get("OPTIONS") or {}
+    if "prepare_threshold" not in options:
+        return None
+    return options["prepare_threshold"] is not None
 
 
 def asks_prepared(connection: Any) -> bool:
-    """:func:`prepares` for the alias's connection already in hand."""
-    options = connection.settings_dict.get("OPTIONS") or {}
-    return options.get("prepare_threshold") is not None
+    """Whether the alias asked for prepared statements (a ``prepare_threshold`` number)."""
+    return preparation(connection) is True
+
+
+def may_prepare(connection: Any, statement: str) -> bool:
+    """Whether ``statement`` is prepared on ``connection`` if it proves a direct session (or
+    at once, when the alias asks)."""
+    if statement not in BOUND_STATEMENTS:
+        return False
+    stated = preparation(connection)
+    return stated if stated is not None else statement in WORKER_STATEMENTS
+
+
+def direct_session(connection: Any) -> bool:
+    """Whether the open Django ``connection`` is a session of its own with the backend that
+    answers it (proven once per psycopg connection; see the module's docstring)."""
+    raw = connection.connection
+    proven = _proven.get(raw)
+    if proven is None:
+        with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+            cursor.execute(PROOF, prepare=False)
+            (answering,) = cursor.fetchone() or (None,)
+        proven = _proven[raw] = answering == raw.info.backend_pid
+        if not proven:
+            _refused(connection.alias, raw.info.backend_pid, answering)
+    return proven
+
+
+def _refused(alias: str, named: int, answering: Any) -> None:
+    if alias in _refused_aliases:
+        return
+    _refused_aliases.add(alias)
+    logger.info(
+        "jobs.prepared.unproven: a connection of %r was named backend %s, but backend %s "
+        "answers it (a connection pooler?); the worker's statements are planned on every run "
+        "(OPTIONS prepare_threshold, a number, prepares them if the pooler keeps them)",
+        alias,
+        named,
+        answering,
+        extra={"event": "jobs.prepared.unproven", "database": alias},
+    )
 
 
 @contextmanager
 def bound_cursor(alias: str) -> Iterator[CursorWrapper]:
-    """A cursor of the alias's connection that binds server-side, wrapped as Django wraps its
-    own (error translation, ``execute_wrapper`` hooks, the debug query log)."""
+    """A cursor of the alias's connection that prepares, wrapped as Django wraps its own
+    (error translation, ``execute_wrapper`` hooks, the debug query log); Django's own cursor
+    when the alias states no choice and the connection (as it stands once Django's cursor
+    opened it) is not proven a direct session."""
     connection = connections[alias]
     with connection.cursor() as django_cursor:
+        if preparation(connection) is None and not direct_session(connection):
+            yield django_cursor
+            return
         raw = BoundCursor(connection.connection)
-        raw.prepared = True if prepares(alias) else None
         wrapper = type(django_cursor)(raw, connection)
         try:
             yield wrapper

@@ -44,12 +44,21 @@ class ClaimAhead:
         self._parked: list[Attempt] = []
         self._lock = threading.Lock()
         self._mean_duration: float | None = None
+        self.held_back = False
+        """The loop's last look found the settler behind: it claims once a settle lands."""
         self.claiming = ClaimInFlight()
         """Marked by the claim loop while its claim is on its way (``inflight.py``)."""
 
     def __len__(self) -> int:
         """The attempts waiting for a slot, parked ones too."""
         return len(self._waiting) + len(self._parked)
+
+    def behind(self, held: int) -> bool:
+        """Whether the settler lags: of the ``held`` attempts, at least ``settle_backlog`` wait
+        for their ack (:attr:`held_back`: the loop claims once a settle lands); never while
+        the settler asked for a claim (``inflight.py``)."""
+        self.held_back = held - len(self) >= self.settle_backlog
+        return self.held_back and not self.claiming.asked
 
     def parked(self) -> int:
         """How many attempts are parked."""

@@ -18,6 +18,7 @@ from ultimat3_jobs.model.tenancy import tenant_scope
 from ultimat3_jobs.runtime.common.pool import close_old_thread_connections
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.serialization import NULL_JSON
 from ultimat3_jobs.types import AttemptError
 
 ERROR_MESSAGE_LIMIT = 2000
@@ -70,6 +71,8 @@ def finish(attempt: Attempt, result: Any, *, worker_id: str) -> Outcome:
     if attempt.timed_out:
         return failure(attempt, JobTimedOut(_timeout_message(attempt)), worker_id=worker_id)
     settings = get_settings()
+    if result is None and settings.input_max_bytes >= len(NULL_JSON):  # most bodies': no encoder
+        return Outcome(attempt, "completed", result_json=NULL_JSON)
     try:
         result_json = settings.encode_stored(result, root="return value")
     except JobInputInvalid as exc:

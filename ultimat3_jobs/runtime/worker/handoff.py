@@ -84,6 +84,7 @@ class Gate(Protocol):
 
     holdings: Holdings
     lend: Callable[[Attempt], bool] | None
+    asking: Callable[[], None]
 
     def granted(self, attempt: Attempt, key: str | None) -> None:
         """The run holds its leases now."""
@@ -159,9 +160,13 @@ class HandOffs:
         self._wake = wake
         self._find = find
         self._lease_seconds = lease_seconds
+        self.none_held = self._holdings.none_held
+        """Whether no run holds a lease slot (always, in a worker whose jobs declare no
+        limit): nothing to lend, hold or offer."""
         if driver.hands_off_slots:
             self._holdings.lends = self._lends
             gate.lend = self.lend_to
+            gate.asking = ahead.claiming.end  # the claim's runs were lent what they could be
 
     def _lends(self) -> bool:
         return self._ahead.short(LEND_WAIT_SECONDS)
@@ -253,13 +258,23 @@ class HandOffs:
     def await_claim(self, settling: Sequence[Attempt]) -> bool:
         """Before a flush of ``settling``: when one of them ended on a slot that nobody runs
         on, no run waits in the worker (the flush offers the slot to those) and a claim is on
-        its way, wait for it to land (at most :data:`CLAIM_WAIT_SECONDS`), so its runs are lent
-        the slot. Answers whether it waited."""
+        its way, or would come once this settle lands (the last claim took all it asked and
+        the loop waits for the settler: one is asked of it now), wait for it to land (at most
+        :data:`CLAIM_WAIT_SECONDS`), so its runs are lent the slot. Answers whether it
+        waited."""
         claiming = self._ahead.claiming
-        if not claiming.flying or len(self._ahead) or not self._driver.hands_off_slots:
+        if len(self._ahead) or not self._driver.hands_off_slots:
+            return False
+        asking = not claiming.flying and claiming.more and self._ahead.held_back
+        if not (claiming.flying or asking):
+            return False
+        if self._holdings.none_held():  # no run holds a slot: none of them ended on one
             return False
         if not any(self.holds(attempt) for attempt in settling):
             return False
+        if asking:  # the loop waits for this settle to claim: ask it to claim first
+            claiming.ask()
+            self._wake()
         return claiming.wait(CLAIM_WAIT_SECONDS)
 
     def holds(self, attempt: Attempt) -> bool:

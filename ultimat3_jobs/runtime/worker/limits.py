@@ -114,6 +114,8 @@ class LeaseGate:
         """Sheds and refusals per job name since this gate began (its registry row's)."""
         self.lend: Callable[[Attempt], bool] | None = None
         """Lends the run an ended run's slot of its key, if one is free (``handoff.py``)."""
+        self.asking: Callable[[], None] = lambda: None
+        """Called before the lease statement: what could be lent was (``inflight.py``)."""
 
     def start(self, attempts: Sequence[Attempt]) -> list[Verdict]:
         """For each attempt, in order: whether its run may start now (:data:`RUN`), waits in
@@ -155,6 +157,7 @@ class LeaseGate:
                 for i, requests, _ in asking
             ]
             grants: list[LeaseGrant | None] = [None] * len(runs)  # None: the store failed
+            self.asking()
             try:
                 grants[:] = self._driver.lease_acquire_many(runs=runs)
             except STORE_ERRORS as exc:

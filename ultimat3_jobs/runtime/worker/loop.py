@@ -138,8 +138,7 @@ class Worker:
             return list(self._running.values())
 
     @property
-    def threads_abandoned(self) -> int:
-        """Body threads held by bodies abandoned past their timeout."""
+    def threads_abandoned(self) -> int:  # held by bodies abandoned past their timeout
         return self.held.count
 
     @property
@@ -190,10 +189,10 @@ class Worker:
                     for job in jobs:
                         self._ahead.add(self._track(job, since=looked_at))
                     self._start_waiting()
-                    self._ahead.claiming.end()  # what it took was given its slots
+                    found = self._limits.found(len(jobs), gone)  # hook: limits; shed: not found
+                    self._ahead.claiming.end(more=found >= want)  # given their slots
                     if jobs:
                         self.claimed.set()
-                    found = self._limits.found(len(jobs), gone)  # hook: limits; shed: not found
                     if found:
                         self._backoff.reset()
                     if found < want:
@@ -225,7 +224,7 @@ class Worker:
         """The free slots plus what claim-ahead wants (``ahead.py``); none when the settler lags."""
         free = self._free_slots() - self._ahead.parked()  # parked runs take slots soon
         with self._lock:
-            if len(self._running) - len(self._ahead) >= self._ahead.settle_backlog:
+            if self._ahead.behind(len(self._running)):
                 return 0
         return self._ahead.wanted(free, self._limits.gate.holdings.ending)
 
@@ -233,10 +232,11 @@ class Worker:
         """Start attempts claimed ahead in the free slots, their leases taken together: by the
         loop, and by a body's thread freeing its slot (``leases=False``: up to the first
         that needs a lease, which the loop's thread starts, woken by the freed slot)."""
-        while self._accepting:
-            room = self._reserve(len(self._ahead))  # their slots taken now; never past --max-jobs
+        while self._accepting and (waiting := len(self._ahead)):
+            room = self._reserve(waiting)  # their slots taken now; never past --max-jobs
             batch = self._ahead.take_many(room, limited=leases)
-            self._reserve(len(batch) - room)
+            if len(batch) < room:
+                self._reserve(len(batch) - room)
             if not batch:
                 return
             freed = self._limits.freed()
@@ -254,6 +254,8 @@ class Worker:
                     self._ahead.park(attempt)  # until one of this worker's own settles lands
             if "park" in verdicts and self._limits.freed() != freed:
                 self._ahead.unpark()  # a settle of its key landed meanwhile: try again now
+            elif verdicts.count("run") == len(batch):
+                return  # no slot given back: another pass finds none (a freed one starts its own)
 
     def _reserve(self, wanted: int) -> int:
         """Up to ``wanted`` body slots taken for handed runs (``handoff.py``), or given back."""
@@ -275,8 +277,7 @@ class Worker:
         self._bodies.start(attempt)
 
     def _free_slots(self) -> int:
-        """Slots free for a body now (waiting for an ack holds none; a held thread runs none);
-        a snapshot, read without the lock like ``BodyPool.idle``."""
+        """Slots free for a body now (an ack or a held thread holds none); a snapshot."""
         return max(0, min(self.config.concurrency - self._slots_used, self._bodies.pool.idle()))
 
     def _release_slot(self, attempt: Attempt, *, wake: bool = True) -> None:
@@ -313,8 +314,7 @@ class Worker:
         self._nudge()  # after the next attempt took the slot: claim only when few wait
 
     def _done(self, attempt: Attempt, how: str) -> None:
-        """The settler wrote (or skipped) this attempt's ending: forget it (no nudge: the
-        settler's ``on_flushed`` nudges once per flush)."""
+        """The settler wrote (or skipped) this attempt's ending: forget it (no nudge here)."""
         if self._limits.done(attempt) and self._ahead.unpark():  # hook: limits; parked runs retry
             self._signal.set()
         self._release_slot(attempt)
@@ -347,8 +347,7 @@ class Worker:
         self._maintenance.register_now()  # the registry row shows the slots left
         self._signal.set()
 
-    def _retry_written(self, delay: float) -> None:
-        """The settler wrote a retry due in ``delay`` s: the idle loop looks again by then."""
+    def _retry_written(self, delay: float) -> None:  # the idle loop looks again when it is due
         self._backoff.due(time.monotonic() + delay)
 
     def _take_handed(self, job: ClaimedJob) -> None:

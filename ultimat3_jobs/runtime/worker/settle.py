@@ -86,6 +86,8 @@ class Settler(threading.Thread):
 
     def put(self, outcome: Outcome) -> None:
         handoffs = self.handoffs
+        if handoffs is not None and handoffs.none_held():
+            handoffs = None  # no run holds a lease slot (no limited job): none to lend or hold
         if handoffs is not None and outcome.kind in LENDING:
             handoffs.lend(outcome.attempt)  # before its settle can be gathered, which passes it
         self._queue.put(outcome)

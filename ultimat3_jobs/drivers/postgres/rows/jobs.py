@@ -27,8 +27,6 @@ CLAIMED = (
     "claim_token",
     "priority",
     "tenant_id",
-    "lease_expires_at",
-    "created_at",
     "traceparent",
 )
 
@@ -51,8 +49,6 @@ def claimed_jobs(result: Result) -> list[ClaimedJob]:
             claim_token=token,
             priority=priority,
             tenant_id=tenant_id,
-            lease_expires_at=lease_expires_at,
-            enqueued_at=created_at,
             traceparent=traceparent,
         )
         for (
@@ -65,8 +61,6 @@ def claimed_jobs(result: Result) -> list[ClaimedJob]:
             token,
             priority,
             tenant_id,
-            lease_expires_at,
-            created_at,
             traceparent,
         ) in map(pick, rows)
     ]

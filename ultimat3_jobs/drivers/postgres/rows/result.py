@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import connections
 
-from ultimat3_jobs.drivers.postgres.bound import BOUND_STATEMENTS, bound_cursor, prepares
+from ultimat3_jobs.drivers.postgres.bound import bound_cursor, may_prepare
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.models import RawStatementManager
 
@@ -82,10 +82,12 @@ class Result:
 
 
 def _cursor(manager: RawStatementManager, statement: str) -> AbstractContextManager[Any]:
-    """A cursor for ``statement`` on ``manager``'s alias: the hot ones bind server-side."""
-    if statement in BOUND_STATEMENTS and prepares(manager.db):
+    """A cursor for ``statement`` on ``manager``'s alias: the hot ones are prepared where
+    ``bound.py`` says."""
+    connection = connections[manager.db]
+    if may_prepare(connection, statement):
         return bound_cursor(manager.db)
-    return connections[manager.db].cursor()
+    return connection.cursor()
 
 
 def _result(statement: str, cursor: Any) -> Result:

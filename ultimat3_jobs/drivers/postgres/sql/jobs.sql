@@ -274,6 +274,7 @@ with recursive queues as (
 -- (at-least-once), and the attempt's settle, fenced by its claim token, does not land. Any later
 -- synchronous commit flushes it. run_at comes as epoch seconds, only to sort the rows in claim
 -- order (a float8 loads in C; a timestamptz through Django's time zone loader, a Python call).
+-- No other timestamp is returned: the worker reads neither the lease's end nor created_at.
 update x_jobs j
 set state = 'running',
     attempt = j.attempt + 1,
@@ -285,7 +286,7 @@ set state = 'running',
 from candidates c, (select set_config('synchronous_commit', 'off', true) as setting) as deferred_flush
 where j.id = c.id
 returning j.id, j.name, j.queue, j.input::text, j.attempt, j.max_attempts, j.claim_token,
-          j.priority, j.tenant_id, j.lease_expires_at, j.created_at, j.traceparent,
+          j.priority, j.tenant_id, j.traceparent,
           extract(epoch from j.run_at)::float8 as run_at
 
 -- fragment: held_state(row)

@@ -242,17 +242,25 @@ local function promote(queue, now)
 end
 
 -- Walk a queue's ready set in claim order, moving the jobs of paused names to their held
--- sets, and answer up to `limit` claimable ids with their scores.
-local function claimable(queue, limit)
+-- sets, and answer up to `limit` claimable ids, each as {id, score}. `scores`: read the scores
+-- (they order the heads of several queues); without, each is {id} (one queue's order is the
+-- claim order, and Redis formats every score as a 17-digit double for the script to parse).
+local function claimable(queue, limit, scores)
     local found = {}
     local check = redis.call('SCARD', B .. ':paused_jobs') > 0
+    local step = scores and 2 or 1
     local start = 0
     while #found < limit do
-        local window = redis.call('ZRANGE', B .. ':ready:' .. queue, start, start + limit - 1,
-            'WITHSCORES')
+        local window
+        if scores then
+            window = redis.call('ZRANGE', B .. ':ready:' .. queue, start, start + limit - 1,
+                'WITHSCORES')
+        else
+            window = redis.call('ZRANGE', B .. ':ready:' .. queue, start, start + limit - 1)
+        end
         if #window == 0 then break end
         local moved = 0
-        for i = 1, #window, 2 do
+        for i = 1, #window, step do
             local id = window[i]
             local name = check and redis.call('HGET', jkey(id), 'name')
             if check and redis.call('SISMEMBER', B .. ':paused_jobs', name) == 1 then
@@ -260,10 +268,10 @@ local function claimable(queue, limit)
                 redis.call('SADD', B .. ':held:' .. name, id)
                 moved = moved + 1
             elseif #found < limit then
-                found[#found + 1] = {id, tonumber(window[i + 1])}
+                found[#found + 1] = {id, scores and tonumber(window[i + 1])}
             end
         end
-        start = start + #window / 2 - moved
+        start = start + #window / step - moved
     end
     return found
 end

@@ -22,7 +22,7 @@ for i = 1, n do
     local queue = ARGV[4 + i]
     if wanted > 0 and not is_paused('queue', queue) then
         promote(queue, now)
-        for _, entry in ipairs(claimable(queue, wanted)) do
+        for _, entry in ipairs(claimable(queue, wanted, n > 1)) do
             heads[#heads + 1] = {entry[1], entry[2], queue}
         end
     end

@@ -1,0 +1,160 @@
+"""A flush that would free slots nobody was lent, with no claim on its way while the loop waits
+for the settler to claim again (its settle backlog) and the last claim took all it asked,
+asks the loop for that claim first and waits for it as for a claim already on its way: the
+flush passes the rows to the runs that claim brings instead of deleting them for the worker to
+take again with ``lease_acquire_many`` (``handoff.py``). A claim lands for the flush once its runs
+were lent what could be lent, before the gate's own lease statement. In three paired runs of
+the limits bench's capped drain (20,000 jobs, 2 x 32 slots, a loaded host) the rows
+``lease_acquire_many`` inserted fell from a median of 138.5 to 93.6 per 1,000 jobs and the
+transactions from 36.1 to 31.2."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.limits.test_gate import attempt_of, claimed
+from ultimat3_jobs.drivers.base import LeaseGrant, LeaseRun
+from ultimat3_jobs.drivers.memory import MemoryDriver
+from ultimat3_jobs.runtime.common.pool import BodyPool
+from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
+from ultimat3_jobs.runtime.worker.handoff import HandOffs
+from ultimat3_jobs.runtime.worker.limits import LeaseGate
+
+KEY = "job:tests.limits.one_at_a_time"
+
+
+class Handing(MemoryDriver):
+    """The memory driver, as a driver that hands slots on (what the hand-offs check)."""
+
+    hands_off_slots = True
+
+
+class Loop:
+    """The claim loop as the settler sees it: woken, it claims (``begin``, then ``end`` a
+    moment later) on a thread of its own; counts its wakes."""
+
+    def __init__(self, ahead: ClaimAhead) -> None:
+        self.ahead = ahead
+        self.wakes = 0
+        self.threads: list[threading.Thread] = []
+
+    def wake(self) -> None:
+        self.wakes += 1
+        thread = threading.Thread(target=self.claim)
+        self.threads.append(thread)
+        thread.start()
+
+    def claim(self) -> None:
+        assert not self.ahead.behind(10 * self.ahead.settle_backlog)  # asked: past its backlog
+        self.ahead.claiming.begin()
+        time.sleep(0.05)
+        self.ahead.claiming.end(more=True)
+
+
+def handoffs_with(
+    gate: LeaseGate, ahead: ClaimAhead, loop: Loop, driver: MemoryDriver | None = None
+) -> HandOffs:
+    return HandOffs(
+        driver=driver or Handing(),
+        gate=gate,
+        ahead=ahead,
+        reserve=lambda n: n,
+        start=lambda attempt: None,
+        wake=loop.wake,
+        find=lambda job_id: None,
+        lease_seconds=30,
+    )
+
+
+def ended_on_a_slot(gate: LeaseGate) -> Any:
+    """A settling run whose body ended on a slot nobody runs on since."""
+    job = SimpleNamespace(id=uuid.uuid4(), claim_token=uuid.uuid4())
+    gate.holdings.took((job.id, job.claim_token), KEY)
+    gate.holdings.ended((job.id, job.claim_token))
+    return SimpleNamespace(job=job)
+
+
+@dataclass
+class Settling:
+    """A worker's hand-offs as a flush sees them, its last claim told ``more``."""
+
+    gate: LeaseGate
+    ahead: ClaimAhead
+    loop: Loop
+    handoffs: HandOffs
+
+
+@pytest.fixture
+def settling() -> Iterator[Any]:
+    def build(*, more: bool) -> Settling:
+        gate = LeaseGate(driver=MemoryDriver(), worker_id="w", hooks=hooks)
+        ahead = ClaimAhead(4)
+        loop = Loop(ahead)
+        ahead.claiming.begin()
+        ahead.claiming.end(more=more)
+        return Settling(gate, ahead, loop, handoffs_with(gate, ahead, loop))
+
+    hooks = BodyPool(1, name="test-hooks")
+    yield build
+    hooks.shutdown(timeout=1)
+
+
+def test_a_flush_freeing_a_slot_with_no_claim_on_its_way_asks_one_and_waits_for_it(
+    settling,
+) -> None:
+    it = settling(more=True)  # the last claim took all it asked
+    assert it.ahead.behind(it.ahead.settle_backlog)  # the loop waits for the settler to claim
+    assert it.handoffs.await_claim([ended_on_a_slot(it.gate)])
+    assert it.loop.wakes == 1
+    assert not it.ahead.claiming.flying  # it waited for the claim it asked to land
+    for thread in it.loop.threads:
+        thread.join(5)
+
+
+def test_after_a_claim_that_found_less_than_it_asked_a_flush_asks_no_claim(settling) -> None:
+    it = settling(more=False)  # the queue ran dry: no claim for a flush's sake
+    assert it.ahead.behind(it.ahead.settle_backlog)
+    assert not it.handoffs.await_claim([ended_on_a_slot(it.gate)])
+    assert it.loop.wakes == 0
+
+
+def test_a_flush_asks_no_claim_while_the_loop_does_not_wait_for_the_settler(settling) -> None:
+    it = settling(more=True)
+    assert not it.ahead.behind(0)  # the loop claims when it wants: the flush does not wait
+    assert not it.handoffs.await_claim([ended_on_a_slot(it.gate)])
+    assert it.loop.wakes == 0
+
+
+class Watching(Handing):
+    """Notes whether the claim was still marked on its way when the gate asked for leases."""
+
+    def __init__(self, ahead: ClaimAhead) -> None:
+        super().__init__()
+        self.ahead = ahead
+        self.flying_at_statement: list[bool] = []
+
+    def lease_acquire_many(self, *, runs: list[LeaseRun]) -> list[LeaseGrant]:
+        self.flying_at_statement.append(self.ahead.claiming.flying)
+        return super().lease_acquire_many(runs=runs)
+
+
+def test_a_claim_lands_for_the_flush_before_the_gates_lease_statement() -> None:
+    ahead = ClaimAhead(4)
+    driver = Watching(ahead)
+    hooks = BodyPool(1, name="test-hooks")
+    gate = LeaseGate(driver=driver, worker_id="w", hooks=hooks)
+    handoffs_with(gate, ahead, Loop(ahead), driver)
+    ahead.claiming.begin()
+    (job,) = claimed(driver)
+    assert gate.start([attempt_of(job)]) == ["run"]
+    assert driver.flying_at_statement == [False]
+    driver.close()
+    hooks.shutdown(timeout=1)
