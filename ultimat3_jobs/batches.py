@@ -40,7 +40,7 @@ class RequestBatch(Sequence[EnqueueRequest]):
     are built on the first iteration and kept, so a reader that walks the batch more than
     once (the memory and Redis drivers, the outbox) builds each once, as from a list."""
 
-    __slots__ = ("_built", "ids", "inputs", "shared", "tenants")
+    __slots__ = ("_built", "ids", "inputs", "minted", "shared", "tenants")
 
     def __init__(
         self,
@@ -50,6 +50,7 @@ class RequestBatch(Sequence[EnqueueRequest]):
         tenants: Sequence[str | None],
         *,
         built: list[EnqueueRequest] | None = None,
+        minted: bool = False,
     ) -> None:
         if not len(ids) == len(inputs) == len(tenants):
             raise ValueError("a request batch needs one id, one input and one tenant per job")
@@ -58,6 +59,9 @@ class RequestBatch(Sequence[EnqueueRequest]):
         self.inputs = inputs
         self.tenants = tenants
         self._built = built
+        self.minted = minted
+        """The ids were minted for this batch (``new_job_ids``) and it is written once, so no
+        row holds one of them: a driver may insert it with no conflict on the id to look for."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -77,6 +81,7 @@ class RequestBatch(Sequence[EnqueueRequest]):
                 self.inputs[index],
                 self.tenants[index],
                 built=None if built is None else built[index],
+                minted=self.minted,
             )
         if built is not None:
             return built[index]

@@ -85,7 +85,7 @@ def test_a_refusal_in_a_later_chunk_writes_nothing_of_the_batch(
 def test_a_failure_before_a_later_chunk_is_sent_writes_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = driver_module.shared_batch_params
+    real = driver_module.batch_statement
     calls: list[int] = []
 
     def third_fails(chunk: Any) -> Any:
@@ -94,7 +94,7 @@ def test_a_failure_before_a_later_chunk_is_sent_writes_nothing(
             raise RuntimeError("the third chunk cannot be built")
         return real(chunk)
 
-    monkeypatch.setattr(driver_module, "shared_batch_params", third_fails)
+    monkeypatch.setattr(driver_module, "batch_statement", third_fails)
     with pytest.raises(RuntimeError, match="third chunk"):
         PostgresDriver().job_enqueue_many(requests=_batch())
     assert calls == [ENQUEUE_CHUNK, ENQUEUE_CHUNK, 7]

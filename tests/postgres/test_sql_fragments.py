@@ -48,11 +48,12 @@ def test_every_statement_that_writes_a_job_uses_the_shared_definition() -> None:
         "job_enqueue",
         "job_enqueue_many",
         "job_enqueue_shared",
+        "job_enqueue_minted",
         "scheduler_fire",
     }
     for name in inserting:
         written = WRITTEN[name]
-        assert "{{job_insert}}" in written or "{{job_batch_insert}}" in written, name
+        assert "{{job_insert(" in written or "{{job_batch_insert}}" in written, name
     staged = WRITTEN["outbox_stage_many"]
     assert "insert into x_outbox ({{job_columns}})" in staged
     assert "{{job_values}}" in staged and "{{job_batch_rows}}" in staged

@@ -265,6 +265,11 @@ PARAMS: dict[str, dict[str, Any]] = {
     "backfill_finish": {"run_id": A, "status": "completed", "error": ""},
     "backfill_list": {"limit": 10},
 }
+# One call's minted, keyless jobs: job_enqueue_shared's parameters with no key, and the size.
+PARAMS["job_enqueue_minted"] = {
+    **PARAMS["job_enqueue_shared"],
+    **{"ids": [uuid.UUID(int=4)], "idempotency_key": None, "size": 1},
+}
 
 
 def test_every_statement_has_params_here() -> None:

@@ -116,6 +116,22 @@ def test_a_batch_of_several_chunks_wakes_its_queue_once_after_its_commit(subscri
     assert wakes.count("default") == 1
 
 
+def test_an_enqueue_many_call_wakes_its_queue_once_at_commit_and_not_on_rollback(
+    subscribe: Any,
+) -> None:
+    _, wakes = subscribe()
+    _slow_throttle(60.0)  # a throttle of this test's own: its calls alone decide the wake
+    with transaction.atomic():
+        echo.enqueue_many([{"n": n} for n in range(5)])
+        transaction.set_rollback(True)
+    # In autocommit the call's one statement (job_enqueue_minted) sends the NOTIFY.
+    results = echo.enqueue_many([{"n": n} for n in range(5)])
+    assert all(result.created for result in results)
+    add.using(queue="sentinel").enqueue(a=1, b=2)
+    assert wakes.wait_for("sentinel")
+    assert wakes.count("default") == 1
+
+
 def test_delayed_enqueue_sends_no_wake(subscribe: Any) -> None:
     _, wakes = subscribe()
     echo.using(delay=60).enqueue(n=1)

@@ -139,7 +139,9 @@ def enqueue_many(
         tenants.append(tenant)
     if shared is None:
         return []
-    requests = RequestBatch(shared.columns, new_job_ids(len(encoded)), encoded, tenants)
+    requests = RequestBatch(
+        shared.columns, new_job_ids(len(encoded)), encoded, tenants, minted=True
+    )
     driver = get_driver()
     if _stage_or_defer(requests, _route(driver, options.publish, settings)):
         return [EnqueueResult(job_id, "staged") for job_id in requests.ids]

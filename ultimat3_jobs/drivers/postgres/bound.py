@@ -64,6 +64,7 @@ BOUND_STATEMENTS = WORKER_STATEMENTS | {
     "job_claim_notified",
     "job_enqueue_many",
     "job_enqueue_shared",
+    "job_enqueue_minted",
 }
 """Every statement prepared when the alias asks for prepared statements."""
 

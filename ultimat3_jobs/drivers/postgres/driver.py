@@ -41,12 +41,12 @@ from ultimat3_jobs.drivers.postgres.params import (
     WAKE_CHANNEL,
     ack_params,
     batch_params,
+    batch_statement,
     due_now,
     due_queues,
     enqueue_params,
     request_ids,
     settle_params,
-    shared_batch_params,
 )
 from ultimat3_jobs.drivers.postgres.registry import WorkerMethods
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
@@ -200,9 +200,7 @@ class PostgresDriver(
     def _chunk_statement(self, chunk: Sequence[EnqueueRequest]) -> tuple[str, dict[str, Any]]:
         """The statement writing one chunk (at most ``ENQUEUE_CHUNK`` requests), and its
         parameters."""
-        shared = shared_batch_params(chunk)
-        statement = "job_enqueue_many" if shared is None else "job_enqueue_shared"
-        params = batch_params(chunk) if shared is None else shared
+        statement, params = batch_statement(chunk)
         params["notify_queues"] = self._wake_throttle.for_statement(
             self._jobs, due_queues(chunk), channel=WAKE_CHANNEL
         )

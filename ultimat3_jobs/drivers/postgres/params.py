@@ -93,6 +93,20 @@ def shared_batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, Any] | Non
     return params
 
 
+def batch_statement(chunk: Sequence[EnqueueRequest]) -> tuple[str, dict[str, Any]]:
+    """The statement writing one chunk, and its parameters: ``job_enqueue_minted`` for one
+    ``enqueue_many`` call's jobs with no idempotency key (their ids were minted for the call, so
+    nothing can conflict), ``job_enqueue_shared`` for other jobs that differ only in id, input
+    and tenant, ``job_enqueue_many`` for the rest (the relay's mixed batches)."""
+    shared = shared_batch_params(chunk)
+    if shared is None:
+        return "job_enqueue_many", batch_params(chunk)
+    if isinstance(chunk, RequestBatch) and chunk.minted and chunk.shared.idempotency_key is None:
+        shared["size"] = len(chunk)
+        return "job_enqueue_minted", shared
+    return "job_enqueue_shared", shared
+
+
 def request_ids(chunk: Sequence[EnqueueRequest]) -> Sequence[uuid.UUID]:
     """The ids of a batch's requests, in order."""
     return chunk.ids if isinstance(chunk, RequestBatch) else [r.id for r in chunk]

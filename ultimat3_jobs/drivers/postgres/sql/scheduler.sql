@@ -42,7 +42,7 @@ with held_lease as (
     from ({{job_param_row}}) as p({{job_row_columns}})
     where %(dispatch)s and exists (select 1 from fence)
 ), inserted as (
-    {{job_insert}}
+    {{job_insert(rows=job_rows, ending=job_insert_deduped)}}
 ), moved as (
     update x_scheduler_tasks t
     set watermark = %(occurrence)s,
