@@ -21,8 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     import django
 
     django.setup()
+    from django.db import connection
+
     from bench.jobs import stamp
     from tests.testapp.jobs import noop
+
+    # Connected before the timed calls, as the peers' sides open theirs before ``serve``.
+    connection.ensure_connection()
 
     def enqueue_batch(size: int) -> None:
         noop.enqueue_many([{} for _ in range(size)])
