@@ -24,3 +24,15 @@ def lazy_exports(package: str, sources: Mapping[str, str]) -> Callable[[str], An
         return getattr(importlib.import_module(module, package), attribute or name)
 
     return __getattr__
+
+
+def lazy_modules(package: str, sources: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` whose names are modules: each name of
+    ``sources`` is, on first use, the module its value names (a dotted path), imported then."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in sources:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return importlib.import_module(sources[name])
+
+    return __getattr__

@@ -1,10 +1,12 @@
 """What the long-running commands do before their loop starts and after it ends: the project's
 own system checks alone (a bad ``ULTIMAT3_JOBS`` still refuses the start; a failing check of
-another app does not), the worker's garbage collector tuned before its first claim, and a
-process exit that skips the last garbage collections."""
+another app does not), the modules a worker imports (the admin's registrations, not its pages),
+the worker's garbage collector tuned before its first claim, and a process exit that skips the
+last garbage collections."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -82,6 +84,43 @@ def test_a_bad_setting_still_refuses_a_loop_command_at_start(
     ):
         call_command(name, "--log-level", "WARNING", skip_checks=False)
     assert loops_ran == []
+
+
+# Everything ``manage.py jobs_worker`` imports before it claims: Django set up (the admin's
+# autodiscovery included, which imports ``ultimat3_jobs.admin``) and the command's module.
+IMPORTS_PROBE = """
+import json, sys
+import django
+django.setup()
+from django.core.management import load_command_class
+load_command_class("ultimat3_jobs", "jobs_worker")
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# What the admin's pages and actions use, and a worker never runs (admin/deferred.py).
+ADMIN_PAGES_ONLY = (
+    "ultimat3_jobs.admin.backfills",
+    "ultimat3_jobs.admin.cancel",
+    "ultimat3_jobs.admin.dashboard",
+    "ultimat3_jobs.admin.job_page",
+    "ultimat3_jobs.admin.queues",
+    "ultimat3_jobs.admin.leases",
+    "ultimat3_jobs.operator.introspection",
+    "ultimat3_jobs.operator.leases",
+    "ultimat3_jobs.operator.redaction",
+    "ultimat3_jobs.operator.verbs",
+    "ultimat3_jobs.consumers.declare",
+    "ultimat3_jobs.consumers.loop",
+    "ultimat3_jobs.subjects.requests",
+)
+
+
+def test_a_worker_registers_the_admin_without_importing_its_pages() -> None:
+    modules = set(json.loads(_run(IMPORTS_PROBE).stdout.splitlines()[-1]))
+    assert "django.contrib.admin" in modules  # the settings install the admin
+    assert "ultimat3_jobs.admin.jobs" in modules  # its ModelAdmins registered
+    assert "ultimat3_jobs.runtime.worker.loop" in modules  # the command's own
+    assert sorted(modules.intersection(ADMIN_PAGES_ONLY)) == []
 
 
 EXIT_PROBE = """

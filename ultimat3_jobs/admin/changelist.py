@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.contrib.admin.views.main import PAGE_VAR
@@ -24,11 +24,14 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from ultimat3_jobs.admin import deferred
 from ultimat3_jobs.admin.driver_rows import DriverAwareChangeList, DriverRows
 from ultimat3_jobs.admin.paginator import WindowPaginator
 from ultimat3_jobs.admin.permissions import VIEW_JOB_INPUT, has
 from ultimat3_jobs.models import Job
-from ultimat3_jobs.operator.redaction import Disclosure, disclosure
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.operator.redaction import Disclosure
 
 LIST_COLUMNS = (
     "id",
@@ -92,7 +95,7 @@ class JobChangeList(DriverAwareChangeList):
         by_name: dict[str, Disclosure] = {}
         for row in self.result_list:
             if row.name not in by_name:
-                by_name[row.name] = disclosure(row.name, reveal=reveal)
+                by_name[row.name] = deferred.redaction.disclosure(row.name, reveal=reveal)
             row.shown = by_name[row.name]
 
     def page_url(self, number: int) -> str:
@@ -111,9 +114,9 @@ def shown(obj: Job) -> Disclosure:
     """The disclosure :class:`JobChangeList` gave the row; the strictest one for a row that
     did not come through it."""
     found = getattr(obj, "shown", None)
-    if isinstance(found, Disclosure):
+    if isinstance(found, deferred.redaction.Disclosure):
         return found
-    return disclosure(obj.name, reveal=False)
+    return deferred.redaction.disclosure(obj.name, reveal=False)
 
 
 def breakable(text: str) -> str:

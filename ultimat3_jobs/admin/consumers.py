@@ -10,21 +10,23 @@ view permission on them, ``view_job`` or ``pause_queue``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 
+from ultimat3_jobs.admin import deferred
 from ultimat3_jobs.admin.permissions import OperatorRecordsAdmin
-from ultimat3_jobs.consumers import loop
-from ultimat3_jobs.consumers.declare import ConsumerHandle, registered_consumers
 from ultimat3_jobs.models import ConsumerCursor
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.consumers.declare import ConsumerHandle
 
 NOT_DECLARED = "not declared here"
 
 
 def _declared() -> dict[str, ConsumerHandle]:
-    return {spec.name: spec for spec in registered_consumers()}
+    return {spec.name: spec for spec in deferred.consumers.registered_consumers()}
 
 
 @admin.register(ConsumerCursor)
@@ -38,7 +40,7 @@ class ConsumerAdmin(OperatorRecordsAdmin):
     in_job_store = False
 
     def store_alias(self) -> str:
-        return loop.database()
+        return deferred.consumer_loop.database()
 
     @admin.display(description="cursor")
     def cursor_text(self, row: ConsumerCursor) -> str:

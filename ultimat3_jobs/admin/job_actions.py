@@ -17,12 +17,11 @@ from django.http import HttpRequest, HttpResponseBase, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from ultimat3_jobs.admin import cancel
+from ultimat3_jobs.admin import deferred
 from ultimat3_jobs.admin.permissions import author
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.models import Job
-from ultimat3_jobs.operator import verbs
 from ultimat3_jobs.types import FINISHED_STATES, LIVE_STATES, BulkResult, JobState
 
 ACTION_LIMIT = 1000
@@ -147,27 +146,27 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
         ids = self._selected_ids(request, queryset)
         if not ids:
             return None
-        form = cancel.confirmed_form(request)
+        form = deferred.cancel.confirmed_form(request)
         if not form.is_valid():
-            return cancel.confirmation_page(
+            return deferred.cancel.confirmation_page(
                 self, request, queryset, form, return_to_job=RETURN_TO_JOB, limit=ACTION_LIMIT
             )
         reason, who = form.cleaned_data["reason"], author(request.user)
-        result = verbs.cancel_many(get_driver(), ids, reason=reason, cancelled_by=who)
+        result = deferred.verbs.cancel_many(get_driver(), ids, reason=reason, cancelled_by=who)
         self._report(request, "Cancelled", result, "already finished, or gone")
         return self._after(request, ids)
 
     requeue_jobs = _bulk_action(
         "requeue",
         "Requeue the selected jobs (finished ones)",
-        verbs.requeue_many,
+        lambda driver, ids: deferred.verbs.requeue_many(driver, ids),
         "Requeued",
         "queued or running, gone, or a live job holds its idempotency key",
     )
     promote_jobs = _bulk_action(
         "promote",
         "Run the selected jobs now",
-        verbs.promote_many,
+        lambda driver, ids: deferred.verbs.promote_many(driver, ids),
         "Made due now",
         "already due, not queued, or gone",
     )
@@ -179,7 +178,7 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
             return None
         if request.POST.get("post") != "yes":
             return self._confirm_remove(request, queryset, ids)
-        result = verbs.remove_many(get_driver(), ids)
+        result = deferred.verbs.remove_many(get_driver(), ids)
         self._report(request, "Removed", result, "running: cancel it first, or gone")
         return None
 
@@ -213,7 +212,7 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
     ) -> HttpResponseBase | None:
         driver = get_driver()
         for name in self._selected_names(request, queryset):
-            result = verbs.retry_failed(driver, name)
+            result = deferred.verbs.retry_failed(driver, name)
             level = messages.SUCCESS if result.remaining == 0 else messages.WARNING
             self.message_user(
                 request,
@@ -231,7 +230,7 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
         self._each_name(
             request,
             queryset,
-            lambda name: verbs.pause_job(
+            lambda name: deferred.verbs.pause_job(
                 driver, name, paused_by=who, reason="paused from the admin"
             ),
             "Paused job name {}.",
@@ -247,7 +246,7 @@ class JobActions(admin.ModelAdmin):  # type: ignore[type-arg]
         self._each_name(
             request,
             queryset,
-            lambda name: verbs.resume_job(driver, name),
+            lambda name: deferred.verbs.resume_job(driver, name),
             "Resumed job name {}.",
             "Job name {} was not paused.",
         )

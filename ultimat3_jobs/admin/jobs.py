@@ -31,7 +31,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 
-from ultimat3_jobs.admin import backfills, dashboard, job_page, queues
+from ultimat3_jobs.admin import deferred
 from ultimat3_jobs.admin.changelist import JobChangeList, JobListColumns
 from ultimat3_jobs.admin.driver_jobs import job_from_record, job_rows
 from ultimat3_jobs.admin.job_actions import JOB_PAGE_ACTIONS, RETURN_TO_JOB, JobActions
@@ -58,8 +58,6 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.errors import JobNotFound
 from ultimat3_jobs.models import Job
-from ultimat3_jobs.operator import introspection, verbs
-from ultimat3_jobs.operator.redaction import disclosure, key_searchable_names
 from ultimat3_jobs.types import JobState
 
 SUMMARY_FIELDS = (
@@ -193,7 +191,9 @@ class JobAdmin(ExactSearch, JobActions, JobListColumns, admin.ModelAdmin):  # ty
         try:
             job_id = uuid.UUID(term)
         except ValueError:
-            names = key_searchable_names(reveal=has(request.user, VIEW_JOB_INPUT))
+            names = deferred.redaction.key_searchable_names(
+                reveal=has(request.user, VIEW_JOB_INPUT)
+            )
             found = queryset.filter(idempotency_key=term)
             return found if names is None else found.filter(name__in=names)
         return queryset.filter(id=job_id)
@@ -215,16 +215,17 @@ class JobAdmin(ExactSearch, JobActions, JobListColumns, admin.ModelAdmin):  # ty
     def job_page_context(self, request: HttpRequest, object_id: str) -> dict[str, Any]:
         """What a job's page shows, read through the driver: its input, progress and result
         redacted unless the user may see input, its errors one per attempt, its timings."""
+        page = deferred.job_page
         try:
-            job_id = verbs.parse_job_id(object_id)
+            job_id = deferred.verbs.parse_job_id(object_id)
         except JobNotFound:
             return {}
         record = get_driver().job_get(job_id=job_id)
         if record is None:
             return {}
         reveal = has(request.user, VIEW_JOB_INPUT)
-        shown = disclosure(record.name, reveal=reveal)
-        detail = introspection.record_as_json(record, shown=shown)
+        shown = deferred.redaction.disclosure(record.name, reveal=reveal)
+        detail = deferred.introspection.record_as_json(record, shown=shown)
         progress = detail["progress"]
         state = record.state
         return {
@@ -232,12 +233,12 @@ class JobAdmin(ExactSearch, JobActions, JobListColumns, admin.ModelAdmin):  # ty
             "reveal": reveal,
             "shown": shown,
             "sensitive_fields": sorted(shown.sensitive),
-            "input_text": job_page.pretty(detail["input"]),
-            "progress_text": None if progress is None else job_page.pretty(progress),
-            "progress_percent": job_page.progress_percent(progress),
-            "result_text": None if record.result is None else job_page.pretty(detail["result"]),
-            "attempt_errors": job_page.attempt_errors(detail["errors"]),
-            "steps": job_page.step_rows(get_driver(), job_id, shown),  # durable steps
+            "input_text": page.pretty(detail["input"]),
+            "progress_text": None if progress is None else page.pretty(progress),
+            "progress_percent": page.progress_percent(progress),
+            "result_text": None if record.result is None else page.pretty(detail["result"]),
+            "attempt_errors": page.attempt_errors(detail["errors"]),
+            "steps": page.step_rows(get_driver(), job_id, shown),  # durable steps
             "timings": [
                 ("created", record.created_at),
                 ("due (run_at)", record.run_at),
@@ -245,8 +246,8 @@ class JobAdmin(ExactSearch, JobActions, JobListColumns, admin.ModelAdmin):  # ty
                 ("finished", record.finished_at),
                 ("lease ends", record.lease_expires_at if state is JobState.RUNNING else None),
             ],
-            "waited_seconds": job_page.duration(record.started_at, record.run_at),
-            "ran_seconds": job_page.duration(record.finished_at, record.started_at),
+            "waited_seconds": page.duration(record.started_at, record.run_at),
+            "ran_seconds": page.duration(record.finished_at, record.started_at),
             "job_actions": self.job_page_actions(request, state, name=record.name),
             "return_to_job": RETURN_TO_JOB,
             "changelist_url": reverse(
@@ -267,7 +268,7 @@ class JobAdmin(ExactSearch, JobActions, JobListColumns, admin.ModelAdmin):  # ty
             for action, (label, states) in JOB_PAGE_ACTIONS.items()
             if action in allowed and (states is None or state in states)
         ]
-        return job_page.fitting_buttons(buttons, driver=get_driver(), name=name)
+        return deferred.job_page.fitting_buttons(buttons, driver=get_driver(), name=name)
 
     # -- URLs: the queues page, the dashboard and the backfills live under the jobs -----
 
@@ -293,10 +294,10 @@ class JobAdmin(ExactSearch, JobActions, JobListColumns, admin.ModelAdmin):  # ty
         return custom + list(super().get_urls())
 
     def queues_view(self, request: HttpRequest) -> HttpResponse:
-        return queues.queues_view(self, request)
+        return deferred.queues.queues_view(self, request)
 
     def dashboard_view(self, request: HttpRequest) -> HttpResponse:
-        return dashboard.dashboard_view(self, request)
+        return deferred.dashboard.dashboard_view(self, request)
 
     def backfills_view(self, request: HttpRequest) -> HttpResponse:
-        return backfills.backfills_view(self, request)
+        return deferred.backfills.backfills_view(self, request)

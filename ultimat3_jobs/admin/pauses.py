@@ -13,13 +13,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from ultimat3_jobs.admin import deferred
 from ultimat3_jobs.admin.driver_jobs import pause_rows
 from ultimat3_jobs.admin.driver_rows import DriverRows
 from ultimat3_jobs.admin.permissions import PAUSE_QUEUE, OperatorRecordsAdmin, verb_permission
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.models import JobPause
-from ultimat3_jobs.operator import verbs
 
 
 @admin.register(JobPause)
@@ -40,7 +40,7 @@ class JobPauseAdmin(OperatorRecordsAdmin):
         driver = get_driver()
         lifted = 0
         for scope, target in queryset.values_list("scope", "target"):
-            if verbs.resume(driver, scope=scope, target=target):  # type: ignore[arg-type]
+            if deferred.verbs.resume(driver, scope=scope, target=target):  # type: ignore[arg-type]
                 lifted += 1
         self.message_user(
             request, f"Lifted {lifted} pause{'s' if lifted != 1 else ''}.", messages.SUCCESS

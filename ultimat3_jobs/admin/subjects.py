@@ -16,10 +16,10 @@ from django.db import router
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
+from ultimat3_jobs.admin import deferred
 from ultimat3_jobs.admin.permissions import ReadOnlyAdmin
 from ultimat3_jobs.admin.search import ExactSearch
 from ultimat3_jobs.models import SubjectRequest
-from ultimat3_jobs.subjects.requests import subject_digest
 
 
 def counts_text(counts: Any) -> str:
@@ -68,4 +68,6 @@ class SubjectRequestAdmin(ExactSearch, ReadOnlyAdmin):
     def exact_matches(
         self, request: HttpRequest, queryset: QuerySet[SubjectRequest], term: str
     ) -> QuerySet[SubjectRequest]:
-        return queryset.filter(Q(subject_digest=subject_digest(term)) | Q(requested_by=term))
+        return queryset.filter(
+            Q(subject_digest=deferred.subject_requests.subject_digest(term)) | Q(requested_by=term)
+        )
