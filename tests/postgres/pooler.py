@@ -21,7 +21,9 @@ PID_OFFSET = 1_000_000
 
 
 class RenamingProxy:
-    """Listens on 127.0.0.1 (``port``) and forwards each connection to ``host:port``."""
+    """Listens on 127.0.0.1 (``port``) and forwards each connection to ``host:port``, or to the
+    server's Unix socket in the directory ``host`` when it is a path (as libpq reads a host that
+    starts with ``/``; the embedded server of ``scripts/test`` is reached that way)."""
 
     def __init__(self, host: str, port: int) -> None:
         self._target = (host, port)
@@ -44,11 +46,27 @@ class RenamingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(self._target)
+            try:
+                server = _connect(*self._target)
+            except OSError:
+                client.close()  # the client's connect fails at once, not at its timeout
+                continue
             with self._lock:
                 self._sockets += [client, server]
             threading.Thread(target=_copy, args=(client, server), daemon=True).start()
             threading.Thread(target=_rename, args=(server, client), daemon=True).start()
+
+
+def _connect(host: str, port: int) -> socket.socket:
+    if host.startswith("/"):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.connect(f"{host}/.s.PGSQL.{port}")
+        except OSError:
+            server.close()
+            raise
+        return server
+    return socket.create_connection((host, port))
 
 
 def _copy(source: socket.socket, target: socket.socket) -> None:
