@@ -307,28 +307,42 @@ def test_a_wake_read_during_a_claim_is_delivered_without_waiting_for_the_poll(
     assert eventually(lambda: heard.queues == ["default"], WITHIN)  # the second: not handed
 
 
-def test_the_claim_is_prepared_on_the_listening_session(driver: PostgresDriver) -> None:
-    """Planned once per connection, though the alias asks for no prepared statements."""
-    assert not (connection.settings_dict.get("OPTIONS") or {}).get("prepare_threshold")
+HANDS = 6
+"""Hands in a row: past psycopg's default ``prepare_threshold`` (5), which would prepare by count
+a statement the claim ran unprepared."""
+
+
+def test_the_claim_is_prepared_on_the_listening_session_unless_the_alias_opts_out(
+    driver: PostgresDriver, threshold: Any
+) -> None:
+    """Planned once per connection, though by default the alias asks for no prepared statements
+    (the listening session is proven a session of its own); planned on every run, never
+    prepared, when the alias states ``"prepare_threshold": None``."""
     prepared: list[tuple[str, int]] = []
 
     def hand(job: ClaimedJob) -> None:
         session = thread_session()
         assert session is not None  # on the listener's thread, between two waits
-        prepared.extend(
-            session.execute(
-                "select statement, generic_plans + custom_plans from pg_prepared_statements"
-            ).fetchall()
-        )
+        prepared[:] = session.execute(
+            "select statement, generic_plans + custom_plans from pg_prepared_statements",
+            prepare=False,
+        ).fetchall()
+        handed.append(job)
 
-    assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []
+    handed: list[ClaimedJob] = []
     subscription = driver.wake_subscribe(on_wake=lambda queue: None, worker_id=WORKER, on_hand=hand)
     assert subscription is not None
     assert eventually(subscription.is_live, LIVE_WITHIN)
-    enqueue(driver)
-    assert eventually(lambda: len(prepared) == 1, WITHIN)
+    for n in range(1, HANDS + 1):
+        assert claim(driver, limit=4, worker_id=WORKER, lease_seconds=LEASE) == []  # idle
+        time.sleep(0.06)  # past the last enqueue's wake slot: this one notifies
+        enqueue(driver)
+        assert eventually(lambda n=n: len(handed) == n, WITHIN)
+    if threshold is None:
+        assert prepared == []
+        return
     ((statement, runs),) = prepared
-    assert "for update of j skip locked" in statement and runs == 1
+    assert "for update of j skip locked" in statement and runs == HANDS
 
 
 def _idle_with_claim(

@@ -183,9 +183,9 @@ def test_a_worker_runs_handed_jobs_without_claiming_them(
     wake = running.worker._wake
     take = wake._take
 
-    def counted(job: ClaimedJob) -> None:
+    def counted(job: ClaimedJob) -> bool:
         handed.append(job)
-        take(job)
+        return take(job)
 
     wake._take = counted
     running.start()

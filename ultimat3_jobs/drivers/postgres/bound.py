@@ -55,13 +55,14 @@ WORKER_STATEMENTS = frozenset(
         "job_settle_handoff",
         "job_settle_many_handoff",
         "job_heartbeat_many",
+        "job_claim_notified",
     }
 )
-"""The statements a worker runs per claim, per flush of endings and per beat: prepared by
-default on a direct session."""
+"""The statements a worker runs per claim, per flush of endings and per beat, and the claim of
+a wake (on the listening session, which its probe proves): prepared by default on a direct
+session."""
 
 BOUND_STATEMENTS = WORKER_STATEMENTS | {
-    "job_claim_notified",
     "job_enqueue_many",
     "job_enqueue_shared",
     "job_enqueue_minted",

@@ -11,9 +11,12 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 
 import psycopg
+from django.db import connections
 
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, WakeSubscription, check_heartbeat_queues
+from ultimat3_jobs.drivers.postgres.bound import may_prepare
 from ultimat3_jobs.drivers.postgres.listen import QueueListener, thread_session
+from ultimat3_jobs.drivers.postgres.notified import STATEMENT as NOTIFIED_CLAIM
 from ultimat3_jobs.drivers.postgres.notified import claim_notified
 from ultimat3_jobs.drivers.postgres.params import WAKE_CHANNEL
 from ultimat3_jobs.drivers.postgres.rows import operator as operator_rows
@@ -51,8 +54,10 @@ class WorkerMethods:
         asked for, the listener's thread claims the named job for it (``job_claim_notified``,
         on the listening connection: ``notified.py``) and calls ``on_hand(job)`` in place of
         ``on_wake(queue)``; a job it cannot take leaves the plain wake, and the worker's own
-        claim."""
-        deliver = functools.partial(self._heard, on_wake, worker_id, on_hand)
+        claim. The claim is prepared on that session unless the alias opts out
+        (``"prepare_threshold": None``)."""
+        prepare = may_prepare(connections[self._workers.db], NOTIFIED_CLAIM)
+        deliver = functools.partial(self._heard, on_wake, worker_id, on_hand, prepare)
         listener = QueueListener(database=self._workers.db, channel=WAKE_CHANNEL, on_wake=deliver)
         with self._listeners_lock:
             self._listeners.add(listener)
@@ -64,18 +69,21 @@ class WorkerMethods:
         on_wake: Callable[[str], None],
         worker_id: str | None,
         on_hand: Callable[[ClaimedJob], None] | None,
+        prepare: bool,
         payload: str,
     ) -> None:
         """One wake's payload, ``"<queue>"`` or ``"<queue> <job id>"``, delivered."""
         queue, _, job_id = payload.partition(" ")
         if job_id and worker_id is not None and on_hand is not None:
-            job = self._claim_notified(worker_id, queue, job_id)
+            job = self._claim_notified(worker_id, queue, job_id, prepare=prepare)
             if job is not None:
                 on_hand(job)
                 return
         on_wake(queue)
 
-    def _claim_notified(self, worker_id: str, queue: str, job_id: str) -> ClaimedJob | None:
+    def _claim_notified(
+        self, worker_id: str, queue: str, job_id: str, *, prepare: bool
+    ) -> ClaimedJob | None:
         """The notified job, claimed for ``worker_id`` if it is listed idle on ``queue`` and
         the job can be taken; ``None`` otherwise (the wake is a hint: the claim follows)."""
         session = thread_session()
@@ -91,6 +99,7 @@ class WorkerMethods:
                 queues=listed.queues,
                 worker_id=worker_id,
                 lease_seconds=listed.lease_seconds,
+                prepare=prepare,
             )
         except (psycopg.Error, ValueError) as exc:
             # A broken connection fails the listener's next read too, which reconnects.

@@ -66,6 +66,10 @@ class Attempt:
     lent: Slot | None = None
     """The slot it was lent, while it rides one: its ending lands only if that slot's row
     was there (``handoff.lent_by``)."""
+    on_begin: Callable[[], object] | None = None
+    """Called once, by :meth:`begin_body`: a hand's wake of the claim loop, put off until the
+    handed body's thread runs, so that the loop's claim does not hold the interpreter (the GIL)
+    while that thread waits for it to start the body."""
     _settle_taken: bool = False
     _cancel_body: Callable[[], object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -110,7 +114,10 @@ class Attempt:
         be cleared first, or a body that kills its process would not count."""
         with self._lock:
             self.body_started = True
-            return self.pending_marked
+            pending, then, self.on_begin = self.pending_marked, self.on_begin, None
+        if then is not None:
+            then()
+        return pending
 
     def set_progress(self, text: str) -> None:
         with self._lock:

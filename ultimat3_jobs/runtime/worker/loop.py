@@ -1,12 +1,11 @@
 """``Worker``: the claim loop of one process.
 
 One thread claims, in one statement over every queue, the free slots' worth of rows plus, once
-bodies proved short, the next batch (``ahead.py``): a freed slot starts the next claimed attempt
-on its thread. Bodies run in ``bodies.py``; the settler batches their endings, the maintenance
-thread keeps their leases. A claim finding fewer than it asked (a shed counts as not found)
-backs off. Shutdown: a first SIGTERM/SIGINT (``request_stop()``) stops claiming, gives back what
-was claimed ahead, lets running attempts finish within the grace period, then releases what
-still runs back to ``queued``. A second skips the wait.
+bodies proved short, the next batch (``ahead.py``): a freed slot starts the next claimed attempt on
+its thread. Bodies run in ``bodies.py``; the settler batches their endings, the maintenance thread
+keeps their leases. A claim finding fewer than it asked (a shed: not found) backs off. Shutdown: a
+first SIGTERM/SIGINT (``request_stop()``) stops claiming, gives back what was claimed ahead, lets
+running attempts finish within the grace period, then releases the rest; a second skips the wait.
 """
 
 from __future__ import annotations
@@ -350,12 +349,14 @@ class Worker:
     def _retry_written(self, delay: float) -> None:  # the idle loop looks again when it is due
         self._backoff.due(time.monotonic() + delay)
 
-    def _take_handed(self, job: ClaimedJob) -> None:
-        """A job claimed for this worker by the enqueue that woke it (``wake.py``): held as one
-        its claim took, started now when a slot is free; a stopping worker gives it back."""
-        self._ahead.add(self._track(job, since=time.monotonic()))  # leased just before
+    def _take_handed(self, job: ClaimedJob) -> bool:
+        """A wake's job, claimed for this worker (``wake.py``): whether its body started now."""
+        attempt = self._track(job, since=time.monotonic())  # leased just before
+        attempt.on_begin = self._signal.set
+        self._ahead.add(attempt)
         self.claimed.set()
         self._start_waiting(leases=False)
+        return attempt.holds_slot or attempt.body_started
 
     # -- shutdown -------------------------------------------------------------------------------
 

@@ -2,9 +2,12 @@
 
 A wake for one of the worker's queues ends the loop's idle wait at once. A hand (Redis: an
 enqueue that claimed its job for this idle worker, ``drivers/redis/wake.py``) is a job the
-worker holds as one its own claim took: ``take`` starts it, and the loop's next pass claims
-(and lists the worker idle again when that claim finds nothing). A worker with a per-process
-limiter takes no hands: its limiter plans every claim.
+worker holds as one its own claim took (a stopping worker gives it back): ``take`` starts it,
+and the loop's next pass claims (and lists the worker idle again when that claim finds
+nothing). The loop is woken for that pass once the handed body's thread runs (at once when the
+job could not start): woken with the hand, its claim held the interpreter (the GIL) while that
+thread waited to start the body, on the wake's own path. A worker with a per-process limiter
+takes no hands: its limiter plans every claim.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class WorkerWake:
         config: WorkerConfig,
         signal: threading.Event,
         backoff: IdleBackoff,
-        take: Callable[[ClaimedJob], None] | None,
+        take: Callable[[ClaimedJob], bool] | None,
     ) -> None:
         self._driver = driver
         self._config = config
@@ -62,6 +65,6 @@ class WorkerWake:
 
     def _on_hand(self, job: ClaimedJob) -> None:
         assert self._take is not None
-        self._take(job)
         self._backoff.reset()
-        self._signal.set()
+        if not self._take(job):  # else its body's thread wakes the loop (Attempt.on_begin)
+            self._signal.set()
