@@ -6,8 +6,7 @@ on its thread. Bodies run in ``bodies.py``; the settler batches their endings, t
 thread keeps their leases. A claim finding fewer than it asked (a shed counts as not found)
 backs off. Shutdown: a first SIGTERM/SIGINT (``request_stop()``) stops claiming, gives back what
 was claimed ahead, lets running attempts finish within the grace period, then releases what
-still runs back to ``queued``. A second skips the wait.
-"""
+still runs back to ``queued``. A second skips the wait."""
 
 from __future__ import annotations
 
@@ -281,6 +280,8 @@ class Worker:
         return max(0, min(self.config.concurrency - self._slots_used, self._bodies.pool.idle()))
 
     def _release_slot(self, attempt: Attempt, *, wake: bool = True) -> None:
+        if not attempt.holds_slot:  # no lock: it guards the one True-to-False step only
+            return
         with self._lock:
             if not attempt.holds_slot:
                 return
