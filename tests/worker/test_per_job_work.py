@@ -37,6 +37,20 @@ NO_BEATS = {"heartbeat_interval": 60.0, "lease_seconds": 120.0}
 fires, as many times as a loaded host's drain is long, which is no per-job work."""
 
 
+def drain_counted(make_worker: Callable[..., Any], counts: Counter[str]) -> dict[str, float]:
+    """``counts`` per job over a drain of ``JOBS`` no-op jobs by 8 slots, heartbeats off
+    (``NO_BEATS``); what the enqueue itself counted is left out."""
+    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
+    running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
+    worker = running.worker
+    before = Counter(counts)
+    running.start()
+    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
+    per_job = {what: n / JOBS for what, n in (counts - before).items()}
+    running.stop()
+    return per_job
+
+
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts ``uuid.UUID.__hash__``, ``uuid.UUID.hex`` and ``threading.Condition``
@@ -71,14 +85,7 @@ def test_a_no_op_job_hashes_its_ids_a_few_times_and_builds_no_condition(
     worker keeps the attempt (put and popped), and where the settle answers it. Before too:
     the settle's parameters wrote the id and the claim token through ``UUID.hex``, a Python
     call each."""
-    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
-    running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
-    worker = running.worker
-    before = Counter(counted)  # the enqueue's own
-    running.start()
-    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
-    per_job = {what: n / JOBS for what, n in (counted - before).items()}
-    running.stop()
+    per_job = drain_counted(make_worker, counted)
     assert per_job.get("uuid hash", 0) <= 4, per_job
     assert per_job.get("uuid hex", 0) < 0.05, per_job
     assert per_job.get("condition", 0) < 0.2, per_job
@@ -177,14 +184,7 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
     ``_reserve`` about three times (an empty second pass of ``_start_waiting`` after each
     start), the ``None`` result encoded, the ``TENANT_CONTEXT`` setting looked up, and two
     timestamps decoded from the claim's row that the worker never reads."""
-    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
-    running = make_worker(concurrency=8, start=False, ack_flush=0.02)
-    worker = running.worker
-    before = Counter(calls)
-    running.start()
-    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
-    per_job = {what: n / JOBS for what, n in (calls - before).items()}
-    running.stop()
+    per_job = drain_counted(make_worker, calls)
     skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook")
     assert all(per_job.get(what, 0) < 0.05 for what in skipped), per_job
     assert per_job.get("reserve", 0) <= 1.5, per_job
@@ -221,12 +221,5 @@ def test_a_no_op_job_sets_no_field_through_object_setattr(
     """Before: about 25 per job, the fields of the three frozen records built per job (the
     claimed job, its outcome, its settle item), each set by the dataclass's ``__init__``
     through ``object.__setattr__``; ``quick_init`` sets each slot through its descriptor."""
-    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
-    running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
-    worker = running.worker
-    before = Counter(set_through_object)
-    running.start()
-    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
-    per_job = {what: n / JOBS for what, n in (set_through_object - before).items()}
-    running.stop()
+    per_job = drain_counted(make_worker, set_through_object)
     assert per_job.get("object.__setattr__", 0) < 1, per_job
