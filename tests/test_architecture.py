@@ -12,6 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
 CORE = [
+    "frozen",
     "lazy",
     "values",
     "records",

@@ -21,6 +21,12 @@ NULL_JSON = "null"
 """The JSON text of ``None``, what most bodies return."""
 
 
+def none_json(max_bytes: int) -> str | None:
+    """The JSON text of ``None`` without an encoder, or ``None`` when even it is over
+    ``max_bytes`` (the encoder then refuses it)."""
+    return NULL_JSON if max_bytes >= len(NULL_JSON) else None
+
+
 def _path(parent: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{parent}[{key}]"
@@ -191,8 +197,8 @@ def encode_json(value: Any, *, root: str = "input", max_depth: int, max_bytes: i
     """The compact JSON text of ``value`` after :func:`check_json`; refused when its UTF-8 form
     is longer than ``max_bytes``. A flat object is checked and written in one pass; ``None``
     (what most bodies return) costs no encoder."""
-    if value is None and max_bytes >= len(NULL_JSON):
-        return NULL_JSON
+    if value is None and (text := none_json(max_bytes)) is not None:
+        return text
     flat = _flat_text(value, max_depth)
     if flat is not None:
         try:

@@ -1,7 +1,5 @@
-"""Value types that cross the driver seam: frozen, slotted dataclasses and enums.
-
-Layer L1 (core): imports the standard library only. Rows cross the seam as these types, never as
-ORM objects or dicts.
+"""Value types that cross the driver seam: frozen, slotted dataclasses and enums. Layer L1
+(core): rows cross the seam as these types, never as ORM objects or dicts.
 """
 
 from __future__ import annotations
@@ -13,6 +11,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from ultimat3_jobs.frozen import quick_init
 
 # Re-exported: callers import these from ultimat3_jobs.types.
 from ultimat3_jobs.records import (  # noqa: F401
@@ -156,6 +156,7 @@ class EnqueueResult:
         return self.status == "staged"
 
 
+@quick_init  # built once per job
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClaimedJob:
     """One attempt handed to a worker. ``claim_token`` fences every later write about it."""
@@ -377,6 +378,7 @@ SettleAction = Literal["complete", "retry", "fail", "drop"]
 SETTLE_ACTIONS: tuple[SettleAction, ...] = ("complete", "retry", "fail", "drop")
 
 
+@quick_init  # built once per job
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SettleItem:
     """How one attempt ended, for ``job_settle_many``: ``complete`` (as an :class:`AckItem`)

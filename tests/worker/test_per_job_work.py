@@ -9,11 +9,12 @@ attempt's ``ctx.cancelled`` built a lock and a condition that most bodies never 
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -31,22 +32,48 @@ from ultimat3_jobs.runtime.worker.holdings import Holdings
 JOBS = 300
 
 
+NO_BEATS = {"heartbeat_interval": 60.0, "lease_seconds": 120.0}
+"""No heartbeat during a drain: a beat hashes the ids of the attempts running when its timer
+fires, as many times as a loaded host's drain is long, which is no per-job work."""
+
+
+def drain_counted(make_worker: Callable[..., Any], counts: Counter[str]) -> dict[str, float]:
+    """``counts`` per job over a drain of ``JOBS`` no-op jobs by 8 slots, heartbeats off
+    (``NO_BEATS``); what the enqueue itself counted is left out."""
+    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
+    running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
+    worker = running.worker
+    before = Counter(counts)
+    running.start()
+    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
+    per_job = {what: n / JOBS for what, n in (counts - before).items()}
+    running.stop()
+    return per_job
+
+
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Counts ``uuid.UUID.__hash__`` and ``threading.Condition`` constructions, any thread."""
+    """Counts ``uuid.UUID.__hash__``, ``uuid.UUID.hex`` and ``threading.Condition``
+    constructions, any thread."""
     counts: Counter[str] = Counter()
     uuid_hash = uuid.UUID.__hash__
+    uuid_hex = uuid.UUID.hex
     condition_init = threading.Condition.__init__
 
     def hashed(self: uuid.UUID) -> int:
         counts["uuid hash"] += 1
         return uuid_hash(self)
 
+    def hexed(self: uuid.UUID) -> str:
+        counts["uuid hex"] += 1
+        return uuid_hex.__get__(self)
+
     def condition(self: threading.Condition, *args: object, **kwargs: object) -> None:
         counts["condition"] += 1
         condition_init(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(uuid.UUID, "__hash__", hashed)
+    monkeypatch.setattr(uuid.UUID, "hex", property(hexed))
     monkeypatch.setattr(threading.Condition, "__init__", condition)
     return counts
 
@@ -55,16 +82,12 @@ def test_a_no_op_job_hashes_its_ids_a_few_times_and_builds_no_condition(
     make_worker, counted: Counter[str]
 ) -> None:
     """Before: about 20 id hashes and one condition per job; now the id is hashed where the
-    worker keeps the attempt (put and popped), and where the settle answers it."""
-    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
-    running = make_worker(concurrency=8, start=False, ack_flush=0.02)
-    worker = running.worker
-    before = Counter(counted)  # the enqueue's own
-    running.start()
-    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
-    per_job = {what: n / JOBS for what, n in (counted - before).items()}
-    running.stop()
-    assert per_job.get("uuid hash", 0) <= 8, per_job
+    worker keeps the attempt (put and popped), and where the settle answers it. Before too:
+    the settle's parameters wrote the id and the claim token through ``UUID.hex``, a Python
+    call each."""
+    per_job = drain_counted(make_worker, counted)
+    assert per_job.get("uuid hash", 0) <= 4, per_job
+    assert per_job.get("uuid hex", 0) < 0.05, per_job
     assert per_job.get("condition", 0) < 0.2, per_job
 
 
@@ -161,14 +184,42 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
     ``_reserve`` about three times (an empty second pass of ``_start_waiting`` after each
     start), the ``None`` result encoded, the ``TENANT_CONTEXT`` setting looked up, and two
     timestamps decoded from the claim's row that the worker never reads."""
-    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
-    running = make_worker(concurrency=8, start=False, ack_flush=0.02)
-    worker = running.worker
-    before = Counter(calls)
-    running.start()
-    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
-    per_job = {what: n / JOBS for what, n in (calls - before).items()}
-    running.stop()
+    per_job = drain_counted(make_worker, calls)
     skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook")
     assert all(per_job.get(what, 0) < 0.05 for what in skipped), per_job
     assert per_job.get("reserve", 0) <= 1.5, per_job
+
+
+@pytest.fixture
+def set_through_object() -> Iterator[Counter[str]]:
+    """Counts, on every thread, the calls of ``object.__setattr__`` made from Python code: a
+    frozen dataclass's generated ``__init__`` makes one per field (``sys.monitoring``)."""
+    monitoring = sys.monitoring
+    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
+    counts: Counter[str] = Counter()
+    setattr_ = object.__setattr__
+
+    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
+        if callable_ is setattr_:
+            counts["object.__setattr__"] += 1
+        return None
+
+    monitoring.use_tool_id(tool, "per-job counts")
+    monitoring.register_callback(tool, monitoring.events.CALL, called)
+    monitoring.set_events(tool, monitoring.events.CALL)
+    try:
+        yield counts
+    finally:
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, monitoring.events.CALL, None)
+        monitoring.free_tool_id(tool)
+
+
+def test_a_no_op_job_sets_no_field_through_object_setattr(
+    make_worker, set_through_object: Counter[str]
+) -> None:
+    """Before: about 25 per job, the fields of the three frozen records built per job (the
+    claimed job, its outcome, its settle item), each set by the dataclass's ``__init__``
+    through ``object.__setattr__``; ``quick_init`` sets each slot through its descriptor."""
+    per_job = drain_counted(make_worker, set_through_object)
+    assert per_job.get("object.__setattr__", 0) < 1, per_job

@@ -55,13 +55,11 @@ def current_tenant() -> str | None:
     return _tenant.get()
 
 
-def install_tenant(tenant_id: str | None) -> contextvars.Token[str | None]:
-    """Install a tenant for the current context; undo with ``_tenant.reset(token)``."""
-    return _tenant.set(tenant_id)
-
-
-def uninstall_tenant(token: contextvars.Token[str | None]) -> None:
-    _tenant.reset(token)
+install_tenant = _tenant.set
+"""Install a tenant for the current context (answers a token); undo with
+:func:`uninstall_tenant`. The variable's own methods, not functions around them: the worker
+installs a tenant and a job around every body."""
+uninstall_tenant = _tenant.reset
 
 
 _attempt: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
@@ -75,13 +73,10 @@ def current_job() -> JobContext | None:
     return _attempt.get()
 
 
-def install_job(ctx: JobContext) -> contextvars.Token[JobContext | None]:
-    """Mark the current context as running ``ctx``'s body; undo with :func:`uninstall_job`."""
-    return _attempt.set(ctx)
-
-
-def uninstall_job(token: contextvars.Token[JobContext | None]) -> None:
-    _attempt.reset(token)
+install_job = _attempt.set
+"""Mark the current context as running a job's body (its ``JobContext``; answers a token);
+undo with :func:`uninstall_job`."""
+uninstall_job = _attempt.reset
 
 
 def refuse_if_aborted() -> None:

@@ -133,11 +133,12 @@ class JobDefinition:
     """At most this many runs at once (see :func:`resolve_concurrency`)."""
     rate: Rate | None = None
     """At most this many starts per period."""
+    limited: bool = field(init=False, repr=False, compare=False)
+    """Whether a run must hold leases before its body starts (``concurrency`` or ``rate``):
+    worked out once, as the worker asks it of every job it claims, more than once."""
 
-    @property
-    def limited(self) -> bool:
-        """Whether a run must hold leases before its body starts."""
-        return self.concurrency is not None or self.rate is not None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limited", self.concurrency is not None or self.rate is not None)
 
     @property
     def location(self) -> str:

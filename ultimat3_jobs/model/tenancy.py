@@ -31,7 +31,14 @@ from ultimat3_jobs.errors import (
     JobsConfigurationError,
     JobTenantMismatch,
 )
-from ultimat3_jobs.model.context import current_tenant, install_tenant, uninstall_tenant
+from ultimat3_jobs.model.context import (
+    JobContext,
+    current_tenant,
+    install_job,
+    install_tenant,
+    uninstall_job,
+    uninstall_tenant,
+)
 from ultimat3_jobs.model.hooks import setting_hook
 from ultimat3_jobs.model.options import RESOLVE, EnqueueOptions
 
@@ -190,17 +197,26 @@ def run_tenant(definition: JobDefinition | None, tenant_id: str | None) -> str |
 
 class TenantScope:
     """The context manager :func:`tenant_scope` answers: a class, not a generator, since the
-    worker enters one around every body."""
+    worker enters one around every body. The worker's also installs the job's context
+    (``job``: :func:`~ultimat3_jobs.model.context.current_job` answers it inside), first."""
 
-    __slots__ = ("_inner", "_settings", "_tenant_id", "_token")
+    __slots__ = ("_inner", "_job", "_job_token", "_settings", "_tenant_id", "_token")
 
-    def __init__(self, tenant_id: str | None, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        tenant_id: str | None,
+        settings: Settings | None = None,
+        *,
+        job: JobContext | None = None,
+    ) -> None:
         self._tenant_id = tenant_id
         self._settings = settings
+        self._job = job
         self._inner: ExitStack | None = None
 
     def __enter__(self) -> None:
         factory = _context_hook(self._settings or get_settings())
+        self._job_token = None if self._job is None else install_job(self._job)
         self._token = install_tenant(self._tenant_id)
         if factory is None:
             return
@@ -208,7 +224,7 @@ class TenantScope:
         try:
             inner.enter_context(factory(self._tenant_id))
         except BaseException:
-            uninstall_tenant(self._token)
+            self.__exit__(None, None, None)  # no inner yet: uninstalls only
             raise
         self._inner = inner
 
@@ -219,6 +235,8 @@ class TenantScope:
             return None if self._inner is None else self._inner.__exit__(kind, exc, tb)
         finally:
             uninstall_tenant(self._token)
+            if self._job_token is not None:
+                uninstall_job(self._job_token)
 
 
 _context_hooks: tuple[Settings, Callable[..., Any] | None] | None = None

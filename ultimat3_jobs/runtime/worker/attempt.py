@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseRequest
+from ultimat3_jobs.frozen import quick_init
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.registry import Registry
@@ -125,6 +126,8 @@ class Attempt:
 
     def take_progress(self) -> str | None:
         """The pending progress, now in the caller's hands (``None`` when there is none)."""
+        if self.pending_progress is None:  # most attempts': no lock (a later set stays pending)
+            return None
         with self._lock:
             text, self.pending_progress = self.pending_progress, None
             return text
@@ -158,6 +161,7 @@ class Attempt:
             cancel()
 
 
+@quick_init  # built once per job
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How an attempt's body ended. ``terminal`` failures are not retried; ``suspended``: a

@@ -6,19 +6,17 @@ import asyncio
 import inspect
 import traceback
 from functools import partial
-from types import TracebackType
 from typing import Any
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobInputInvalid, JobUnknown
-from ultimat3_jobs.model.context import install_job, uninstall_job
 from ultimat3_jobs.model.requests import check_input_signature
 from ultimat3_jobs.model.steps import StepSuspended
-from ultimat3_jobs.model.tenancy import tenant_scope
+from ultimat3_jobs.model.tenancy import TenantScope
 from ultimat3_jobs.runtime.common.pool import close_old_thread_connections
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
-from ultimat3_jobs.serialization import NULL_JSON
+from ultimat3_jobs.serialization import none_json
 from ultimat3_jobs.types import AttemptError
 
 ERROR_MESSAGE_LIMIT = 2000
@@ -71,8 +69,8 @@ def finish(attempt: Attempt, result: Any, *, worker_id: str) -> Outcome:
     if attempt.timed_out:
         return failure(attempt, JobTimedOut(_timeout_message(attempt)), worker_id=worker_id)
     settings = get_settings()
-    if result is None and settings.input_max_bytes >= len(NULL_JSON):  # most bodies': no encoder
-        return Outcome(attempt, "completed", result_json=NULL_JSON)
+    if result is None and (text := none_json(settings.input_max_bytes)) is not None:
+        return Outcome(attempt, "completed", result_json=text)  # most bodies': no encoder
     try:
         result_json = settings.encode_stored(result, root="return value")
     except JobInputInvalid as exc:
@@ -110,41 +108,13 @@ def not_begun(attempt: Attempt, *, worker_id: str) -> Outcome:
     return Outcome(attempt, "lost")
 
 
-class _BodyScope:
-    """The job's context installed and the run's tenant scope (``TENANT_CONTEXT`` entered)
-    around its body and its compensations (sync or async). A class, not a generator: one is
-    entered per attempt."""
-
-    __slots__ = ("_ctx", "_running", "_tenant")
-
-    def __init__(self, attempt: Attempt) -> None:
-        self._ctx = attempt.ctx
-        self._tenant = tenant_scope(attempt.ctx.tenant_id)
-
-    def __enter__(self) -> None:
-        self._running = install_job(self._ctx)
-        try:
-            self._tenant.__enter__()
-        except BaseException:
-            uninstall_job(self._running)
-            raise
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        try:
-            return self._tenant.__exit__(kind, exc, tb)
-        finally:
-            uninstall_job(self._running)
-
-
 def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]:
     """Call a prepared sync body in its scope: ``(outcome, None)`` when it raised or was
     suspended (or the tenant hook raised), ``(None, result)`` when it returned (its outcome is
     :func:`finish`'s)."""
     assert attempt.definition is not None
     try:
-        with _BodyScope(attempt):
+        with TenantScope(attempt.ctx.tenant_id, job=attempt.ctx):
             try:
                 result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
                 if result is not None and inspect.isawaitable(result):
@@ -193,7 +163,7 @@ async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
         return failure(attempt, refused, worker_id=worker_id)
     assert attempt.definition is not None
     try:
-        with _BodyScope(attempt):
+        with TenantScope(attempt.ctx.tenant_id, job=attempt.ctx):
             try:
                 result = await attempt.definition.fn(attempt.ctx, **attempt.job.input)
             except StepSuspended:  # durable steps: the job is suspended, the attempt given back

@@ -5,8 +5,7 @@ bodies proved short, the next batch (``ahead.py``): a freed slot starts the next
 its thread. Bodies run in ``bodies.py``; the settler batches their endings, the maintenance thread
 keeps their leases. A claim finding fewer than it asked (a shed: not found) backs off. Shutdown: a
 first SIGTERM/SIGINT (``request_stop()``) stops claiming, gives back what was claimed ahead, lets
-running attempts finish within the grace period, then releases the rest; a second skips the wait.
-"""
+running attempts finish within the grace period, then releases the rest; a second skips the wait."""
 
 from __future__ import annotations
 
@@ -49,9 +48,8 @@ STORE_RETRY_CEILING_SECONDS = 5.0
 
 
 class Worker:
-    """Runs jobs from ``config.queues`` until stopped (or, with ``burst``, until none is due).
-    Tests wait on its events instead of sleeping: ``started``, ``idle`` (a claim found less
-    than it asked for), ``claimed`` (a claim took at least one job), ``stopped``."""
+    """Runs ``config.queues``' jobs until stopped (with ``burst``: until none is due). Tests wait
+    on its events ``started``, ``idle`` (a claim found too few), ``claimed``, ``stopped``."""
 
     def __init__(
         self,
@@ -280,6 +278,8 @@ class Worker:
         return max(0, min(self.config.concurrency - self._slots_used, self._bodies.pool.idle()))
 
     def _release_slot(self, attempt: Attempt, *, wake: bool = True) -> None:
+        if not attempt.holds_slot:  # no lock: it guards the one True-to-False step only
+            return
         with self._lock:
             if not attempt.holds_slot:
                 return

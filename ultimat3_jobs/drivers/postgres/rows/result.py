@@ -91,9 +91,10 @@ def _cursor(manager: RawStatementManager, statement: str) -> AbstractContextMana
 
 
 def _result(statement: str, cursor: Any) -> Result:
-    if cursor.description is None:
+    description = cursor.description  # read once: psycopg builds its columns on each read
+    if description is None:
         return Result(statement, (), [])
-    names = tuple(column.name for column in cursor.description)
+    names = tuple(column.name for column in description)
     return Result(statement, names, list(cursor.fetchall()))
 
 
