@@ -6,7 +6,8 @@ take again with ``lease_acquire_many`` (``handoff.py``). A claim lands for the f
 were lent what could be lent, before the gate's own lease statement. In three paired runs of
 the limits bench's capped drain (20,000 jobs, 2 x 32 slots, a loaded host) the rows
 ``lease_acquire_many`` inserted fell from a median of 138.5 to 93.6 per 1,000 jobs and the
-transactions from 36.1 to 31.2."""
+transactions from 36.1 to 31.2. A loop that looks after the ask and plans no claim (its process
+limits, a stop) declines it: the flush goes on at once, and the loop minds its backlog again."""
 
 from __future__ import annotations
 
@@ -21,11 +22,15 @@ from typing import Any
 import pytest
 
 from tests.limits.test_gate import attempt_of, claimed
+from tests.worker.conftest import wait_for
 from ultimat3_jobs.drivers.base import LeaseGrant, LeaseRun
 from ultimat3_jobs.drivers.memory import MemoryDriver
+from ultimat3_jobs.records import ProcessLimits
 from ultimat3_jobs.runtime.common.pool import BodyPool
+from ultimat3_jobs.runtime.worker import handoff
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
 from ultimat3_jobs.runtime.worker.handoff import HandOffs
+from ultimat3_jobs.runtime.worker.inflight import ClaimInFlight
 from ultimat3_jobs.runtime.worker.limits import LeaseGate
 
 KEY = "job:tests.limits.one_at_a_time"
@@ -57,6 +62,13 @@ class Loop:
         self.ahead.claiming.begin()
         time.sleep(0.05)
         self.ahead.claiming.end(more=True)
+
+
+class Declining(Loop):
+    """The claim loop that, woken, looks and plans no claim (its process limits, say)."""
+
+    def claim(self) -> None:
+        self.ahead.claiming.begin(0, self.ahead.claiming.asks)
 
 
 def handoffs_with(
@@ -94,10 +106,10 @@ class Settling:
 
 @pytest.fixture
 def settling() -> Iterator[Any]:
-    def build(*, more: bool) -> Settling:
+    def build(*, more: bool, loop_class: type[Loop] = Loop) -> Settling:
         gate = LeaseGate(driver=MemoryDriver(), worker_id="w", hooks=hooks)
         ahead = ClaimAhead(4)
-        loop = Loop(ahead)
+        loop = loop_class(ahead)
         ahead.claiming.begin()
         ahead.claiming.end(more=more)
         return Settling(gate, ahead, loop, handoffs_with(gate, ahead, loop))
@@ -131,6 +143,44 @@ def test_a_flush_asks_no_claim_while_the_loop_does_not_wait_for_the_settler(sett
     assert not it.ahead.behind(0)  # the loop claims when it wants: the flush does not wait
     assert not it.handoffs.await_claim([ended_on_a_slot(it.gate)])
     assert it.loop.wakes == 0
+
+
+def test_a_flush_goes_on_once_the_loop_declines_its_ask(settling, monkeypatch) -> None:
+    monkeypatch.setattr(handoff, "CLAIM_WAIT_SECONDS", 60.0)  # only the decline ends it soon
+    it = settling(more=True, loop_class=Declining)
+    assert it.ahead.behind(it.ahead.settle_backlog)
+    ending = ended_on_a_slot(it.gate)
+    flush = threading.Thread(target=it.handoffs.await_claim, args=([ending],), daemon=True)
+    flush.start()
+    flush.join(10)
+    assert not flush.is_alive()  # answered by the decline, not by the wait's end
+    assert it.loop.wakes == 1
+    assert not it.ahead.claiming.asked
+    assert it.ahead.behind(it.ahead.settle_backlog)  # the loop minds its backlog again
+    for thread in it.loop.threads:
+        thread.join(5)
+
+
+def test_an_ask_made_after_the_loop_looked_outlives_its_decline() -> None:
+    claiming = ClaimInFlight()
+    looked = claiming.asks
+    claiming.ask()  # after the loop read the asks: its plan did not see this one
+    assert claiming.begin(0, looked) is None
+    assert claiming.asked  # the ask's wake brings the loop round again, to see it
+
+
+def test_a_worker_that_plans_no_claim_declines_an_ask_and_a_stopped_one_takes_none(
+    make_worker,
+) -> None:
+    running = make_worker(queues=("default",), concurrency=2, limits=ProcessLimits(in_flight=0))
+    claiming = running.worker._ahead.claiming
+    claiming.ask()
+    running.worker._signal.set()  # as the settler wakes the loop
+    wait_for(lambda: not claiming.asked, timeout=10, what="the ask declined")
+    assert running.worker.claim_count == 0
+    running.stop()
+    claiming.ask()
+    assert not claiming.asked  # a stopped loop claims nothing: a flush never waits for it
 
 
 class Watching(Handing):

@@ -174,7 +174,8 @@ class ClaimAhead:
 
     def drain(self) -> list[Attempt]:
         """Every waiting attempt, parked ones too, now out of this queue (the worker is
-        stopping)."""
+        stopping: the loop claims no more, :meth:`ClaimInFlight.close`)."""
+        self.claiming.close()
         with self._lock:
             waiting = [*self._parked, *self._waiting]
             self._waiting.clear()

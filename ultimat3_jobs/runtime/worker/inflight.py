@@ -12,7 +12,10 @@ With no claim on its way, while the loop waits for the settler to claim again (i
 backlog, ``ahead.py``) and the last claim took all it asked (:attr:`~ClaimInFlight.more`: more
 is queued), a settler whose flush would free such slots asks the loop for its claim first
 (:meth:`ClaimInFlight.ask`) and waits for it the same way, so that its settle does not delete
-the rows the claim's runs would take again.
+the rows the claim's runs would take again. A loop that looked after the ask and claims nothing
+(its process limits, a full worker, a stop) declines it (:meth:`~ClaimInFlight.decline`): the
+flush goes on at once instead of waiting out its timeout, and the loop minds its settle backlog
+again.
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ class ClaimInFlight:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._flying = False
-        self._landed = 0
+        self._answered = 0
+        """Claims landed and asks declined: what a wait waits for."""
+        self._asks = 0
+        self._closed = False
         self.asked = False
-        """The settler asked for a claim, not begun yet."""
+        """The settler asked for a claim, not begun (nor declined) yet."""
         self.more = False
         """The last claim took all it asked: more is likely queued."""
 
@@ -38,8 +44,13 @@ class ClaimInFlight:
         """Whether a claim is on its way now."""
         return self._flying
 
-    def begin(self) -> float:
-        """A claim is asked now; answers the moment (``time.monotonic()``)."""
+    def begin(self, want: int = 1, looked: int | None = None) -> float | None:
+        """The loop planned to claim ``want`` after it read :attr:`asks` as ``looked``: a claim
+        is asked now, answers the moment (``time.monotonic()``); or, ``want`` none, answers
+        ``None`` and declines an ask the plan saw (:meth:`decline`)."""
+        if want <= 0:
+            self.decline(self._asks if looked is None else looked)
+            return None
         with self._changed:
             self._flying = True
             self.asked = False
@@ -54,19 +65,44 @@ class ClaimInFlight:
                 self.more = more
             if self._flying:
                 self._flying = False
-                self._landed += 1
+                self._answered += 1
                 self._changed.notify_all()
 
     def ask(self) -> None:
-        """The settler wants a claim now (the loop is woken by the caller)."""
-        self.asked = True
+        """The settler wants a claim now (the loop is woken by the caller); nothing once the
+        loop stopped claiming (:meth:`close`)."""
+        with self._changed:
+            if not self._closed:
+                self._asks += 1
+                self.asked = True
+
+    @property
+    def asks(self) -> int:
+        """How many asks so far: the loop reads it before it plans a claim."""
+        return self._asks
+
+    def decline(self, looked: int) -> None:
+        """The loop planned no claim after it read :attr:`asks` as ``looked``: an ask it saw is
+        answered (a flush waiting for it goes on); one that came since stays asked."""
+        with self._changed:
+            if self.asked and self._asks == looked:
+                self.asked = False
+                self._answered += 1
+                self._changed.notify_all()
+
+    def close(self) -> None:
+        """The loop claims no more (the worker is stopping): an ask is declined, and later ones
+        are not made."""
+        with self._changed:
+            self._closed = True
+            self.decline(self._asks)
 
     def wait(self, timeout: float) -> bool:
-        """Wait at most ``timeout`` s for the claim on its way, or asked, to land; answers
-        whether one was on its way or asked."""
+        """Wait at most ``timeout`` s for the claim on its way, or asked, to land (or the ask
+        to be declined); answers whether one was on its way or asked."""
         with self._changed:
             if not self._flying and not self.asked:
                 return False
-            landed = self._landed
-            self._changed.wait_for(lambda: self._landed > landed, timeout)
+            answered = self._answered
+            self._changed.wait_for(lambda: self._answered > answered, timeout)
             return True

@@ -160,11 +160,12 @@ class Worker:
             while self._accepting:
                 self._signal.clear()  # before looking: a signal that comes while we look is kept
                 self._start_waiting()
+                looked = self._ahead.claiming.asks  # the asks made by now are what the plan sees
                 want, queues, wait = self._limits.plan(  # hook: limits (the per-process limiter)
                     self.config.queues, self._claim_size(), self.running_attempts
                 )
-                if want > 0:
-                    looked_at = self._ahead.claiming.begin()  # a flush may wait for it
+                looked_at = self._ahead.claiming.begin(want, looked)  # a flush may wait for it
+                if looked_at is not None:  # else none planned: an ask the plan saw is declined
                     try:
                         jobs = self.driver.job_claim(
                             queues=queues,
