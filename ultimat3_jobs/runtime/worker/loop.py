@@ -227,9 +227,8 @@ class Worker:
         return self._ahead.wanted(free, self._limits.gate.holdings.ending)
 
     def _start_waiting(self, *, leases: bool = True) -> None:
-        """Start attempts claimed ahead in the free slots, their leases taken together: by the
-        loop, and by a body's thread freeing its slot (``leases=False``: up to the first
-        that needs a lease, which the loop's thread starts, woken by the freed slot)."""
+        """Start attempts claimed ahead in the free slots, their leases taken together: by the loop,
+        and by a body's thread freeing its slot (``leases=False``: up to one needing a lease)."""
         while self._accepting and (waiting := len(self._ahead)):
             room = self._reserve(waiting)  # their slots taken now; never past --max-jobs
             batch = self._ahead.take_many(room, limited=leases)
