@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import fields
 from operator import itemgetter
+from typing import Any
 
-from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid
+from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid, records
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
     ClaimedJob,
@@ -66,29 +67,27 @@ def claimed_jobs(result: Result) -> list[ClaimedJob]:
     ]
 
 
-# job_get's and job_list's columns are named as the fields of the records they map to.
-RECORD = tuple(field.name for field in fields(JobRecord))
-
-
 def job_record(result: Result) -> JobRecord | None:
-    """``job_get``'s row, or ``None`` when no job has the id."""
-    row = result.first(*RECORD)
-    if row is None:
-        return None
-    record = dict(zip(RECORD, row, strict=True))
-    return JobRecord(
-        **{
-            **record,
-            "id": as_uuid(record["id"]),
-            "state": JobState(record["state"]),
-            "input": decode_json(record["input"]),
-            "progress": decode_json(record["progress"]),
-            "result": decode_json(record["result"]),
-            "errors": decode_json(record["errors"]) or [],
-        }
+    """``job_get``'s row (its columns named as :class:`JobRecord`'s fields), or ``None`` when
+    no job has the id."""
+    found = records(
+        result,
+        JobRecord,
+        id=as_uuid,
+        state=JobState,
+        input=decode_json,
+        progress=decode_json,
+        result=decode_json,
+        errors=_errors,
     )
+    return next(iter(found), None)
 
 
+def _errors(text: str | None) -> list[Any]:
+    return decode_json(text) or []
+
+
+# job_list's columns are named as the fields of the summaries they map to.
 SUMMARY = tuple(field.name for field in fields(JobSummary))
 
 
