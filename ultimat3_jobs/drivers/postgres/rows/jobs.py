@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import fields
 from operator import itemgetter
 from typing import Any
 
@@ -87,10 +86,6 @@ def _errors(text: str | None) -> list[Any]:
     return decode_json(text) or []
 
 
-# job_list's columns are named as the fields of the summaries they map to.
-SUMMARY = tuple(field.name for field in fields(JobSummary))
-
-
 def list_anchored(result: Result) -> bool:
     """Whether ``job_list``'s cursor (the job to list after) still exists."""
     first = result.first("anchored")
@@ -98,17 +93,12 @@ def list_anchored(result: Result) -> bool:
 
 
 def job_summaries(result: Result) -> list[JobSummary]:
-    """``job_list``'s rows; the row that only carries ``anchored`` (no job) is left out."""
-    summaries: list[JobSummary] = []
-    for values in result.picked(*SUMMARY):
-        summary = dict(zip(SUMMARY, values, strict=True))
-        if summary["id"] is None:
-            continue
-        summary["id"] = as_uuid(summary["id"])
-        summary["state"] = JobState(summary["state"])
-        summary["error_count"] = int(summary["error_count"])
-        summaries.append(JobSummary(**summary))
-    return summaries
+    """``job_list``'s rows (its columns named as :class:`JobSummary`'s fields); the row that
+    only carries ``anchored`` (no job) is left out."""
+    (where,) = result.positions("id")
+    jobs = [row for row in result.rows if row[where] is not None]
+    found = Result(result.statement, result.names, jobs)
+    return records(found, JobSummary, id=as_uuid, state=JobState, error_count=int)
 
 
 def expired_attempts(result: Result) -> list[ExpiredAttempt]:
