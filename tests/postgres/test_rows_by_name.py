@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import uuid
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,10 @@ from ultimat3_jobs.drivers.postgres import driver as driver_module
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.drivers.postgres.rows import jobs as job_rows
-from ultimat3_jobs.drivers.postgres.rows.result import ColumnMissing, Result, fetch
+from ultimat3_jobs.drivers.postgres.rows.result import ColumnMissing, Result, fetch, records
+from ultimat3_jobs.drivers.steps_seam import StepRecord
 from ultimat3_jobs.models import Job
+from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import ClaimedJob, EnqueueRequest
 
 from .test_statements import PARAMS
@@ -160,3 +163,13 @@ def test_every_public_method_of_the_driver_speaks_seam_errors() -> None:
         name for name in public if not hasattr(getattr(PostgresDriver, name), "__wrapped__")
     ]
     assert unwrapped == []
+
+
+def test_records_reads_a_records_fields_by_name_and_decodes_only_the_named_columns() -> None:
+    names = tuple(reversed([field.name for field in fields(StepRecord)]))
+    stored = {"name": "s", "seq": 2, "kind": "run", "status": "done", "output": '{"a": 1}'}
+    row = tuple(stored.get(name) for name in names)
+    (step,) = records(Result("step_list", names, [row]), StepRecord, output=decode_json)
+    assert step == StepRecord(name="s", seq=2, kind="run", status="done", output={"a": 1})
+    with pytest.raises(ColumnMissing, match=r"returns no column named updated_at"):
+        records(Result("step_list", names[1:], []), StepRecord)

@@ -252,9 +252,10 @@ def log_unowned(operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> No
     )
 
 
-def owned(landed: bool, operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> bool:
-    """``landed``, after :func:`log_unowned` when the write about a running attempt did not
-    land (no running attempt holds ``claim_token``)."""
+def owned[L](landed: L, operation: str, job_id: uuid.UUID, claim_token: uuid.UUID) -> L:
+    """``landed`` (what the write answered: ``False`` or ``None`` when nothing landed), after
+    :func:`log_unowned` when the write about a running attempt did not land (no running
+    attempt holds ``claim_token``)."""
     if not landed:
         log_unowned(operation, job_id, claim_token)
     return landed

@@ -50,6 +50,12 @@ class StepRecord:
     updated_at: datetime | None = None
 
 
+def wait_key(event: str | None, key: str | None) -> str | None:
+    """The ``key`` a wait stores and matches on (see :class:`StepRecord`): ``""`` for an event
+    sent without a key, ``None`` for a wait that is not for an event."""
+    return (key or "") if event is not None else None
+
+
 STEP_PUT_STATUSES: tuple[StepStatus, ...] = ("done", "compensated")
 """What ``step_put`` writes; the other statuses have their own methods."""
 

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ultimat3_jobs.drivers.base import JobDriver
-from ultimat3_jobs.drivers.steps_seam import StepRecord
+from ultimat3_jobs.drivers.steps_seam import StepRecord, wait_key
 from ultimat3_jobs.errors import JobAborted, JobLeaseLost, StepMismatch, StepOnceInterrupted
 from ultimat3_jobs.model.step_rules import check_callable, check_step_name, step_json
 from ultimat3_jobs.types import StepKind
@@ -161,7 +161,7 @@ class StepState:
         record: StepRecord, kind: StepKind, event: str | None = None, key: str | None = None
     ) -> None:
         stored = (record.kind, record.event, record.key)
-        wanted = (kind, event, (key or "") if event is not None else None)
+        wanted = (kind, event, wait_key(event, key))
         if stored != wanted:
             raise StepMismatch(
                 f"step {record.name!r} is stored as {_describe(*stored)} but the body now asks "

@@ -15,6 +15,7 @@ from ultimat3_jobs.drivers.steps_seam import (
     EventSent,
     StepRecord,
     check_step_put_status,
+    wait_key,
 )
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import JobState, StepKind, StepStatus
@@ -122,7 +123,7 @@ class StepStatements(MemoryState):
             kind=kind,
             status="waiting",
             event=event,
-            key=(key or "") if event is not None else None,
+            key=wait_key(event, key),
             wait_since=now,
             wait_until=_as_utc(until)
             if until is not None

@@ -13,36 +13,16 @@ from ultimat3_jobs.drivers.backfill_seam import (
 )
 from ultimat3_jobs.drivers.base import owned
 from ultimat3_jobs.drivers.postgres.direct import run_direct
-from ultimat3_jobs.drivers.postgres.rows.result import Result, fetch
+from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid, fetch, records
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.models import RawStatementManager
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import StepKind, StepStatus
 
-COLUMNS = (
-    "name",
-    "scope",
-    "run_id",
-    "environment",
-    "status",
-    "cursor",
-    "rows_done",
-    "batches_done",
-    "error",
-    "started_at",
-    "updated_at",
-    "finished_at",
-)
-
 
 def _runs(result: Result) -> list[BackfillRun]:
-    runs = []
-    for values in result.picked(*COLUMNS):
-        row = dict(zip(COLUMNS, values, strict=True))
-        row["cursor"] = None if row["cursor"] is None else decode_json(row["cursor"])
-        row["run_id"] = uuid.UUID(str(row["run_id"]))
-        runs.append(BackfillRun(**row))
-    return runs
+    """The ledger's rows, whose columns are named as :class:`BackfillRun`'s fields."""
+    return records(result, BackfillRun, run_id=as_uuid, cursor=decode_json)
 
 
 @speaks_seam_errors

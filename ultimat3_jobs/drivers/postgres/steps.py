@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from ultimat3_jobs.drivers.base import log_unowned, owned
+from ultimat3_jobs.drivers.base import owned
 from ultimat3_jobs.drivers.postgres.direct import run_direct
 from ultimat3_jobs.drivers.postgres.rows import steps as step_rows
 from ultimat3_jobs.drivers.postgres.rows.result import fetch
@@ -23,6 +23,7 @@ from ultimat3_jobs.drivers.steps_seam import (
     EventSent,
     StepRecord,
     check_step_put_status,
+    wait_key,
 )
 from ultimat3_jobs.models import RawStatementManager
 from ultimat3_jobs.types import StepKind, StepStatus
@@ -86,14 +87,12 @@ class StepStatements:
         params.update(
             kind=kind,
             event=event,
-            key=(key or "") if event is not None else None,
+            key=wait_key(event, key),
             seconds=None if seconds is None else float(seconds),
             until=until,
         )
         found = step_rows.step_record(fetch(self._jobs, "step_wait", params))
-        if found is None:
-            log_unowned(f"step {name!r} (waiting)", job_id, claim_token)
-        return found
+        return owned(found, f"step {name!r} (waiting)", job_id, claim_token)
 
     def step_wait_resolve(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, name: str

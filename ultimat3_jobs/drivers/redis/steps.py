@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from ultimat3_jobs.drivers.base import log_unowned, owned
+from ultimat3_jobs.drivers.base import owned
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
@@ -24,6 +24,7 @@ from ultimat3_jobs.drivers.steps_seam import (
     EventSent,
     StepRecord,
     check_step_put_status,
+    wait_key,
 )
 from ultimat3_jobs.types import StepKind, StepStatus
 
@@ -83,14 +84,12 @@ class StepScriptMethods(RedisStore):
             str(int(seq)),
             kind,
             codec.optional(event),
-            codec.optional((key or "") if event is not None else None),
+            codec.optional(wait_key(event, key)),
             codec.optional(None if seconds is None else repr(float(seconds))),
             codec.optional(None if until is None else codec.micros(until)),
         ]
         found = codec.step_record(self._run("step_wait", args))
-        if found is None:
-            log_unowned(f"step {name!r} (waiting)", job_id, claim_token)
-        return found
+        return owned(found, f"step {name!r} (waiting)", job_id, claim_token)
 
     def step_wait_resolve(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, name: str

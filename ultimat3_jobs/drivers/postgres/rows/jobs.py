@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import fields
 from operator import itemgetter
+from typing import Any
 
-from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid
+from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid, records
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
     ClaimedJob,
@@ -66,30 +66,24 @@ def claimed_jobs(result: Result) -> list[ClaimedJob]:
     ]
 
 
-# job_get's and job_list's columns are named as the fields of the records they map to.
-RECORD = tuple(field.name for field in fields(JobRecord))
-
-
 def job_record(result: Result) -> JobRecord | None:
-    """``job_get``'s row, or ``None`` when no job has the id."""
-    row = result.first(*RECORD)
-    if row is None:
-        return None
-    record = dict(zip(RECORD, row, strict=True))
-    return JobRecord(
-        **{
-            **record,
-            "id": as_uuid(record["id"]),
-            "state": JobState(record["state"]),
-            "input": decode_json(record["input"]),
-            "progress": decode_json(record["progress"]),
-            "result": decode_json(record["result"]),
-            "errors": decode_json(record["errors"]) or [],
-        }
+    """``job_get``'s row (its columns named as :class:`JobRecord`'s fields), or ``None`` when
+    no job has the id."""
+    found = records(
+        result,
+        JobRecord,
+        id=as_uuid,
+        state=JobState,
+        input=decode_json,
+        progress=decode_json,
+        result=decode_json,
+        errors=_errors,
     )
+    return next(iter(found), None)
 
 
-SUMMARY = tuple(field.name for field in fields(JobSummary))
+def _errors(text: str | None) -> list[Any]:
+    return decode_json(text) or []
 
 
 def list_anchored(result: Result) -> bool:
@@ -99,17 +93,12 @@ def list_anchored(result: Result) -> bool:
 
 
 def job_summaries(result: Result) -> list[JobSummary]:
-    """``job_list``'s rows; the row that only carries ``anchored`` (no job) is left out."""
-    summaries: list[JobSummary] = []
-    for values in result.picked(*SUMMARY):
-        summary = dict(zip(SUMMARY, values, strict=True))
-        if summary["id"] is None:
-            continue
-        summary["id"] = as_uuid(summary["id"])
-        summary["state"] = JobState(summary["state"])
-        summary["error_count"] = int(summary["error_count"])
-        summaries.append(JobSummary(**summary))
-    return summaries
+    """``job_list``'s rows (its columns named as :class:`JobSummary`'s fields); the row that
+    only carries ``anchored`` (no job) is left out."""
+    (where,) = result.positions("id")
+    jobs = [row for row in result.rows if row[where] is not None]
+    found = Result(result.statement, result.names, jobs)
+    return records(found, JobSummary, id=as_uuid, state=JobState, error_count=int)
 
 
 def expired_attempts(result: Result) -> list[ExpiredAttempt]:

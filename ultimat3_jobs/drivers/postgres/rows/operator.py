@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ultimat3_jobs.drivers.postgres.rows.result import Result
+from ultimat3_jobs.drivers.postgres.rows.result import Result, records
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
     CounterRow,
@@ -78,47 +78,13 @@ def pauses(result: Result) -> list[Pause]:
     ]
 
 
-WORKER = (
-    "id",
-    "host",
-    "pid",
-    "queues",
-    "slots",
-    "demand",
-    "started_at",
-    "heartbeat_at",
-    "expires_at",
-)
-
-
 def workers(result: Result) -> list[WorkerRecord]:
-    """``worker_list``'s rows."""
-    return [
-        WorkerRecord(
-            id=id_,
-            host=host,
-            pid=pid,
-            queues=decode_json(queues),
-            slots=slots,
-            demand={queue: int(ready) for queue, ready in decode_json(demand).items()},
-            started_at=started_at,
-            heartbeat_at=heartbeat_at,
-            expires_at=expires_at,
-            limits=decode_limits(limits),
-        )
-        for (
-            id_,
-            host,
-            pid,
-            queues,
-            slots,
-            demand,
-            started_at,
-            heartbeat_at,
-            expires_at,
-            limits,
-        ) in result.picked(*WORKER, "limits")
-    ]
+    """``worker_list``'s rows, whose columns are named as :class:`WorkerRecord`'s fields."""
+    return records(result, WorkerRecord, queues=decode_json, demand=_demand, limits=decode_limits)
+
+
+def _demand(text: str) -> dict[str, int]:
+    return {queue: int(ready) for queue, ready in decode_json(text).items()}
 
 
 def encode_limits(limits: Mapping[str, Mapping[str, int]] | None) -> str:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
 from ultimat3_jobs.drivers.postgres.bound import bound_cursor, may_prepare
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.models import RawStatementManager
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 Row = tuple[Any, ...]
 
@@ -79,6 +82,21 @@ class Result:
         """The named columns of the first row, or ``None`` when no row came back."""
         pick = self.picker(*columns)
         return next((pick(row) for row in self.rows), None)
+
+
+def records[D: DataclassInstance](
+    result: Result, kind: type[D], /, **convert: Callable[[Any], Any]
+) -> list[D]:
+    """Every row as a ``kind``, a dataclass whose fields are named as the statement's columns;
+    the value of each column named in ``convert`` goes through its function first."""
+    names = tuple(field.name for field in fields(kind))
+    made = []
+    for values in result.picked(*names):
+        row = dict(zip(names, values, strict=True))
+        for name, decode in convert.items():
+            row[name] = decode(row[name])
+        made.append(kind(**row))
+    return made
 
 
 def _cursor(manager: RawStatementManager, statement: str) -> AbstractContextManager[Any]:
