@@ -147,11 +147,14 @@ def _int(row: Mapping[str, str], field: str) -> int | None:
 
 
 def job_record(job_id: uuid.UUID, row: Mapping[str, str]) -> JobRecord:
+    """A job's hash as a ``JobRecord``; its ``lease_expires_at`` only while it runs (an ack
+    leaves the field behind rather than spend a command per job on it)."""
+    state = JobState(row["state"])
     return JobRecord(
         id=job_id,
         name=row["name"],
         queue=row["queue"],
-        state=JobState(row["state"]),
+        state=state,
         priority=int(row["priority"]),
         run_at=moment(row["run_at"]),  # type: ignore[arg-type]
         input=decode_json(row["input"]),
@@ -161,7 +164,7 @@ def job_record(job_id: uuid.UUID, row: Mapping[str, str]) -> JobRecord:
         attempt=int(row["attempt"]),
         max_attempts=int(row["max_attempts"]),
         worker_id=row.get("worker_id"),
-        lease_expires_at=moment(row.get("lease_expires_at")),
+        lease_expires_at=moment(row.get("lease_expires_at")) if state is JobState.RUNNING else None,
         progress=decode_json(row.get("progress")),
         result=decode_json(row.get("result")),
         errors=json.loads(row.get("errors") or "[]"),
@@ -220,13 +223,13 @@ def _claimed(*values: Any) -> ClaimedJob:
 
 
 def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
-    """The jobs a claim answered. The jobs of one claim mostly share their name, queue and
-    tenant: each distinct value is decoded once. The row's lease end and enqueue time, which
-    the claim answers too, are not decoded (no worker reads them)."""
+    """The jobs a claim answered, each row a ``ClaimedJob``'s fields (``CLAIMED_FIELDS``).
+    The jobs of one claim mostly share their name, queue and tenant: each distinct value is
+    decoded once."""
     texts: dict[Any, str | None] = {None: None}
     claimed = []
-    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, _lease,
-         _created, traceparent) in answer:  # fmt: skip
+    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant,
+         traceparent) in answer:  # fmt: skip
         for raw in (name, queue, tenant, traceparent):
             if raw not in texts:
                 texts[raw] = text(raw)
