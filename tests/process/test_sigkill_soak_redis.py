@@ -14,8 +14,12 @@ and from the effect rows:
   completing one ran at all, the stored result is the completing attempt's, and the
   ``completed`` counter equals the completed jobs;
 * 0 left ``running``;
-* each job caught by a kill settled within lease + rescue interval + 5 s of it (by Redis's
-  clock).
+* each job caught by a kill was rescued (its ``LeaseExpired`` entry written) within lease +
+  rescue interval + 5 s of it, by Redis's clock: its lease ends at most a lease after the kill
+  (a beat renews it to now + lease), and a live worker's rescue looks every rescue interval.
+  Its settle after that is not bounded here: the retried job is due after the jobs enqueued
+  before its rescue (the claim order is by due time), and the run tops the backlog up to
+  ``jobs`` after the last kill, so it waits behind up to that many jobs on a loaded host.
 
 The unmarked run is small (``ULTIMAT3_REDIS_SOAK_JOBS``/``_KILLS``, default 60 jobs, 2 kills);
 ``-m slow`` runs 600 jobs and 6 kills (``ULTIMAT3_REDIS_SOAK_JOBS_SLOW``/``_KILLS_SLOW``).
@@ -55,7 +59,7 @@ pytestmark = [
 
 LEASE = float(PROCESS_TIMINGS["VISIBILITY_TIMEOUT_SECONDS"])
 RESCUE = float(PROCESS_TIMINGS["RESCUE_INTERVAL_SECONDS"])
-SETTLE_BOUND = LEASE + RESCUE + 5.0
+RESCUE_BOUND = LEASE + RESCUE + 5.0
 
 WORKERS = 2
 CONCURRENCY = 3
@@ -64,6 +68,7 @@ FIRST_WAVE = 40
 BACKLOG_LOW = 30
 WAVE = 30
 JOB = "tests.record_quick_retry"
+LEASE_EXPIRED = "ultimat3_jobs.LeaseExpired"
 MAX_ATTEMPTS = 6
 """Retries of a job killed more than once are not failures: room beyond the default 3."""
 
@@ -143,6 +148,16 @@ def _settled(driver: RedisDriver, ids: list[uuid.UUID]) -> bool:
         if record is not None and record.state in (JobState.QUEUED, JobState.RUNNING):
             return False
     return True
+
+
+def _rescued_at(errors: list[dict[str, object]], after: datetime) -> datetime | None:
+    """When the first rescue at or after ``after`` wrote its ``LeaseExpired`` entry."""
+    for entry in errors:
+        if entry.get("error_class") == LEASE_EXPIRED:
+            at = datetime.fromisoformat(str(entry["at"]))
+            if at >= after:
+                return at
+    return None
 
 
 def _soak(workers: RedisWorkers, *, jobs: int, kills: int, seed: int) -> None:
@@ -234,18 +249,25 @@ def _soak(workers: RedisWorkers, *, jobs: int, kills: int, seed: int) -> None:
     assert problems == [], f"{problems[:20]}\n{workers.report()}"
 
     last_kill = {job_id: kill for kill in done for job_id in kill.in_flight}
-    late = {}
+    late, rescues, settled = {}, [], []
     for job_id, kill in last_kill.items():
-        finished = records[job_id].finished_at  # type: ignore[union-attr]
-        assert finished is not None
-        delay = (finished - kill.at).total_seconds()
-        if delay > SETTLE_BOUND:
+        record = records[job_id]
+        assert record is not None and record.finished_at is not None
+        rescued = _rescued_at(record.errors, kill.at)
+        assert rescued is not None, f"{job_id} caught by a kill has no LeaseExpired entry after it"
+        delay = (rescued - kill.at).total_seconds()
+        rescues.append(delay)
+        settled.append((record.finished_at - kill.at).total_seconds())
+        if delay > RESCUE_BOUND:
             late[str(job_id)] = round(delay, 2)
-    assert not late, f"settled later than {SETTLE_BOUND:g} s after the kill: {late}"
+    assert not late, f"rescued later than {RESCUE_BOUND:g} s after the kill: {late}"
     caught = [len(kill.in_flight) for kill in done]
+    latest = (
+        f"{max(rescues, default=0):.2f} s to a rescue, {max(settled, default=0):.2f} s to a settle"
+    )
     print(
         f"\n[redis soak] {len(ids)} jobs, {len(done)} SIGKILLs, in flight per kill {caught}; "
-        f"0 lost, 0 run after a settle, 0 left running"
+        f"0 lost, 0 run after a settle, 0 left running; from a kill, at the latest {latest}"
     )
 
 

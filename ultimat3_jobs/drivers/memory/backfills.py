@@ -10,7 +10,7 @@ from ultimat3_jobs.drivers.backfill_seam import (
     BackfillRun,
     BackfillStatus,
 )
-from ultimat3_jobs.drivers.memory.rows import _check_json
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text as _check_json
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.serialization import decode_json

@@ -18,15 +18,10 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
     log_unsettled,
 )
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text as _check_json
+from ultimat3_jobs.drivers.jsonb import jsonb_entry as _normalized
 from ultimat3_jobs.drivers.memory.commit import hold_until_commit
-from ultimat3_jobs.drivers.memory.rows import (
-    _check_json,
-    _expired,
-    _json_timestamp,
-    _normalized,
-    _ReadyEntry,
-    _Row,
-)
+from ultimat3_jobs.drivers.memory.rows import _expired, _json_timestamp, _ReadyEntry, _Row
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.types import (
     AckItem,

@@ -15,13 +15,9 @@ from ultimat3_jobs.drivers.base import (
     check_queue_stats_limit,
     cursor_gone,
 )
-from ultimat3_jobs.drivers.memory.rows import (
-    ATTEMPT_COLUMNS,
-    _json_text,
-    _json_timestamp,
-    _normalized,
-    _Row,
-)
+from ultimat3_jobs.drivers.jsonb import jsonb_entry as _normalized
+from ultimat3_jobs.drivers.jsonb import jsonb_text as _json_text
+from ultimat3_jobs.drivers.memory.rows import ATTEMPT_COLUMNS, _json_timestamp, _Row
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.serialization import decode_json

@@ -1,17 +1,14 @@
 """The memory driver's rows: one ``x_jobs`` row as a dataclass, the claim heaps' entry
-types, and the helpers that read and write values as PostgreSQL would (``timestamptz`` in a UTC
-session, ``jsonb``)."""
+types, and the helpers that read and write times as PostgreSQL would (``timestamptz`` in a UTC
+session; its ``jsonb`` rules are ``drivers/jsonb.py``)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any
 
-from ultimat3_jobs.errors import StoreRefused
-from ultimat3_jobs.serialization import check_json
 from ultimat3_jobs.types import ExpiredAttempt, JobState
 
 _COMPACT_MIN_STALE = 1024
@@ -95,28 +92,6 @@ def _truncate(moment: datetime, period: str) -> datetime:
     return moment.replace(minute=0) if period == "hour" else moment
 
 
-def _json_text(value: Any) -> str | None:
-    """A jsonb value as ``->>`` reads it: text as is, anything else as its JSON text."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(", ", ": "))
-
-
-def _refuse_constant(token: str) -> NoReturn:
-    raise ValueError(f"{token} is not valid JSON")
-
-
-_JSONB_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-
-
-def _check_json(text: str, column: str) -> None:
-    # jsonb refuses what it cannot parse; refuse it here too rather than fail at read time.
-    try:
-        _JSONB_DECODER.decode(text)
-    except (TypeError, ValueError) as exc:
-        raise StoreRefused(reason=f"{column}: not valid JSON text for jsonb: {exc}") from exc
-
-
 def _expired(row: _Row) -> ExpiredAttempt:
     assert row.claim_token is not None  # a running row holds its claim token
     return ExpiredAttempt(
@@ -127,14 +102,3 @@ def _expired(row: _Row) -> ExpiredAttempt:
         max_attempts=row.max_attempts,
         started=not row.body_pending,
     )
-
-
-def _normalized(entry: dict[str, Any]) -> dict[str, Any]:
-    # Through JSON and back, so an error entry reads back as jsonb would give it; what jsonb
-    # refuses (NUL, a lone surrogate) is refused here too.
-    try:
-        check_json(entry, root="error", max_depth=4)
-    except ValueError as exc:  # JobInputInvalid, naming the field and the rule
-        raise StoreRefused(reason=getattr(exc, "message", str(exc))) from exc
-    normal: dict[str, Any] = json.loads(json.dumps(entry, allow_nan=False))
-    return normal

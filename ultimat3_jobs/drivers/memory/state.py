@@ -14,15 +14,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, LeaseHolder
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text as _check_json
 from ultimat3_jobs.drivers.memory.heaps import ClaimHeaps
-from ultimat3_jobs.drivers.memory.rows import (
-    CounterKey,
-    _as_utc,
-    _check_json,
-    _DelayedEntry,
-    _ReadyEntry,
-    _Row,
-)
+from ultimat3_jobs.drivers.memory.rows import CounterKey, _as_utc, _DelayedEntry, _ReadyEntry, _Row
 from ultimat3_jobs.drivers.memory.wake import MemoryWake
 from ultimat3_jobs.errors import JobNotFound
 from ultimat3_jobs.serialization import decode_json

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ultimat3_jobs.drivers.base import log_unowned, owned
-from ultimat3_jobs.drivers.memory.rows import _as_utc, _check_json
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text as _check_json
+from ultimat3_jobs.drivers.memory.rows import _as_utc
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.drivers.steps_seam import (
     EVENT_PURGE_DEFAULT,

@@ -2,8 +2,8 @@
 microseconds of Redis's clock, job hashes read back into the seam's types.
 
 Values are checked here before any write, as PostgreSQL's column types and constraints check
-them: the JSON texts (through the memory driver's jsonb rules, one place for them), the priority
-range and ``max_attempts``.
+them: the JSON texts (by the drivers' jsonb rules, ``drivers/jsonb.py``, one place for them),
+the priority range and ``max_attempts``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ultimat3_jobs.drivers.memory.rows import _check_json, _json_text, _normalized
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text, jsonb_entry, jsonb_text
 from ultimat3_jobs.drivers.steps_seam import StepRecord
 from ultimat3_jobs.errors import StoreRefused
 from ultimat3_jobs.serialization import decode_json
@@ -40,7 +40,7 @@ def check_json(text: str, column: str) -> None:
     """Refuse JSON text jsonb would refuse (``StoreRefused``), as the memory driver does."""
     if isinstance(text, str) and text in _VALID_JSON:
         return
-    _check_json(text, column)
+    check_jsonb_text(text, column)
 
 
 def text(value: bytes | str | None) -> str | None:
@@ -93,12 +93,12 @@ def optional(value: str | int | float | None) -> str:
 
 def error_entry(entry: Mapping[str, Any]) -> str:
     """An error entry as JSON text, refused (``StoreRefused``) where jsonb would refuse it."""
-    return json.dumps(_normalized(dict(entry)), separators=(",", ":"))
+    return json.dumps(jsonb_entry(dict(entry)), separators=(",", ":"))
 
 
 def check_request(request: EnqueueRequest) -> None:
     """Refuse what ``x_jobs`` would refuse, before anything is written."""
-    _check_json(request.input_json, "input")
+    check_jsonb_text(request.input_json, "input")
     if not PRIORITY_MIN <= request.priority <= PRIORITY_MAX:
         raise StoreRefused(
             reason=f"x_jobs_priority_range: priority {request.priority} is outside "
@@ -147,11 +147,14 @@ def _int(row: Mapping[str, str], field: str) -> int | None:
 
 
 def job_record(job_id: uuid.UUID, row: Mapping[str, str]) -> JobRecord:
+    """A job's hash as a ``JobRecord``; its ``lease_expires_at`` only while it runs (an ack
+    leaves the field behind rather than spend a command per job on it)."""
+    state = JobState(row["state"])
     return JobRecord(
         id=job_id,
         name=row["name"],
         queue=row["queue"],
-        state=JobState(row["state"]),
+        state=state,
         priority=int(row["priority"]),
         run_at=moment(row["run_at"]),  # type: ignore[arg-type]
         input=decode_json(row["input"]),
@@ -161,7 +164,7 @@ def job_record(job_id: uuid.UUID, row: Mapping[str, str]) -> JobRecord:
         attempt=int(row["attempt"]),
         max_attempts=int(row["max_attempts"]),
         worker_id=row.get("worker_id"),
-        lease_expires_at=moment(row.get("lease_expires_at")),
+        lease_expires_at=moment(row.get("lease_expires_at")) if state is JobState.RUNNING else None,
         progress=decode_json(row.get("progress")),
         result=decode_json(row.get("result")),
         errors=json.loads(row.get("errors") or "[]"),
@@ -187,8 +190,8 @@ def job_summary(row: Mapping[str, str]) -> JobSummary:
         max_attempts=int(row["max_attempts"]),
         worker_id=row.get("worker_id"),
         error_count=len(errors),
-        last_error_class=_json_text(last.get("error_class")),
-        last_error_message=_json_text(last.get("message")),
+        last_error_class=jsonb_text(last.get("error_class")),
+        last_error_message=jsonb_text(last.get("message")),
         created_at=moment(row["created_at"]),  # type: ignore[arg-type]
         started_at=moment(row.get("started_at")),
         finished_at=moment(row.get("finished_at")),
@@ -220,13 +223,13 @@ def _claimed(*values: Any) -> ClaimedJob:
 
 
 def claimed_jobs(answer: Sequence[Sequence[Any]]) -> list[ClaimedJob]:
-    """The jobs a claim answered. The jobs of one claim mostly share their name, queue and
-    tenant: each distinct value is decoded once. The row's lease end and enqueue time, which
-    the claim answers too, are not decoded (no worker reads them)."""
+    """The jobs a claim answered, each row a ``ClaimedJob``'s fields (``CLAIMED_FIELDS``).
+    The jobs of one claim mostly share their name, queue and tenant: each distinct value is
+    decoded once."""
     texts: dict[Any, str | None] = {None: None}
     claimed = []
-    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant, _lease,
-         _created, traceparent) in answer:  # fmt: skip
+    for (job_id, name, queue, input_json, attempt, max_attempts, token, priority, tenant,
+         traceparent) in answer:  # fmt: skip
         for raw in (name, queue, tenant, traceparent):
             if raw not in texts:
                 texts[raw] = text(raw)

@@ -57,6 +57,9 @@ from ultimat3_jobs.types import (
     SettleItem,
 )
 
+CLAIM_ROW = len(codec.CLAIMED_FIELDS)
+"""The fields of a claim's answer row; a handed job's row has one more, 'handed'."""
+
 
 @speaks_seam_errors
 class RedisDriver(
@@ -123,9 +126,13 @@ class RedisDriver(
         random = os.urandom(16 * limit).hex()
         args = [worker_id, repr(float(lease_seconds)), str(limit), str(len(names))]
         answer = self._run("job_claim", [*args, *names, random])
-        if answer and len(answer[0]) > 12:  # jobs handed to this worker, first: once each
+        if answer and len(answer[0]) > CLAIM_ROW:  # jobs handed to this worker first: once each
             first = self._handed.first
-            answer = [row[:12] for row in answer if len(row) == 12 or first(codec.text(row[6]))]
+            answer = [
+                row[:CLAIM_ROW]
+                for row in answer
+                if len(row) == CLAIM_ROW or first(codec.text(row[6]))
+            ]
         return codec.claimed_jobs(answer)
 
     def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:

@@ -51,22 +51,34 @@ speaks_seam_errors = _TRANSLATION.speaks_seam_errors
 
 
 class Scripts:
-    """Every operation's script, read once; :meth:`run` calls one by name."""
+    """Every operation's script, read at its first call (a worker runs a dozen of the sixty:
+    reading and hashing them all, each behind the prelude, cost every process's start about
+    35 million instructions); :meth:`run` calls one by name."""
 
     def __init__(self) -> None:
-        prelude = (LUA_DIR / f"{PRELUDE}.lua").read_text(encoding="utf-8")
+        self._prelude: str | None = None
         self.texts: dict[str, str] = {}
         self.shas: dict[str, str] = {}
-        for path in sorted(LUA_DIR.glob("*.lua")):
-            if path.stem == PRELUDE:
-                continue
-            source = f"{prelude}\n{path.read_text(encoding='utf-8')}"
-            self.texts[path.stem] = source
-            self.shas[path.stem] = hashlib.sha1(source.encode("utf-8")).hexdigest()
+
+    def sha(self, name: str) -> str:
+        """The SHA of the script ``name``, its text read and kept on the first ask (two threads
+        asking at once both read it, to the same text)."""
+        sha = self.shas.get(name)
+        if sha is not None:
+            return sha
+        path = LUA_DIR / f"{name}.lua"
+        if name == PRELUDE or not path.is_file():
+            raise KeyError(f"no Redis script named {name!r} in {LUA_DIR}")
+        if self._prelude is None:
+            self._prelude = (LUA_DIR / f"{PRELUDE}.lua").read_text(encoding="utf-8")
+        source = f"{self._prelude}\n{path.read_text(encoding='utf-8')}"
+        self.texts[name] = source
+        sha = self.shas[name] = hashlib.sha1(source.encode("utf-8")).hexdigest()
+        return sha
 
     def run(self, client: Any, name: str, base: str, args: Sequence[Any] = ()) -> Any:
         """Run the script ``name`` on the store whose base key is ``base``."""
-        sha = self.shas[name]
+        sha = self.sha(name)
         try:
             return client.evalsha(sha, 1, base, *args)
         except redis_errors.NoScriptError:

@@ -9,7 +9,9 @@
 --                           enqueued_by attempt max_attempts lease_seconds claim_token worker_id
 --                           lease_expires_at progress result errors traceparent created_at
 --                           started_at finished_at body_pending (times: integer microseconds
---                           since the epoch, read from Redis TIME; a missing field is null)
+--                           since the epoch, read from Redis TIME; a missing field is null,
+--                           and so is lease_expires_at while the job is not running: an ack
+--                           leaves it behind)
 --   B:jobs           ZSET   every job by created_at (job_list walks it newest first)
 --   B:queued:<q>     ZSET   the queue's queued jobs by run_at (stats)
 --   B:ready:<q>      ZSET   its due jobs in claim order: score (100 - priority) * 1e13 + run_at
@@ -524,26 +526,27 @@ end
 -- Claim one queued job of the ready set for `worker_id` under `token` (job_claim, and the hand
 -- of a single enqueue): running, its attempt counted, its lease the job's own seconds or
 -- `lease_default`.
--- Answers the claim's row: id name queue input attempt max_attempts claim_token priority
--- tenant lease_expires_at created_at traceparent.
+-- Answers the claim's row, the fields of the worker's ClaimedJob (codec.CLAIMED_FIELDS): id
+-- name queue input attempt max_attempts claim_token priority tenant traceparent; and the
+-- lease's end (microseconds).
 local function claim_one(id, queue, worker_id, lease_default, token, now, batch)
     -- Only what the answer and the lease need: a move from queued to running reads no other
     -- field of `row` (the job stays live, so its idempotency key stays where it is).
-    local r = redis.call('HMGET', jkey(id), 'name', 'priority', 'created_at', 'lease_seconds',
-        'attempt', 'input', 'max_attempts', 'tenant', 'traceparent')
-    local seconds = tonumber(r[4]) or lease_default
+    local r = redis.call('HMGET', jkey(id), 'name', 'priority', 'lease_seconds', 'attempt',
+        'input', 'max_attempts', 'tenant', 'traceparent')
+    local seconds = tonumber(r[3]) or lease_default
     local lease = now + math.floor(seconds * 1000000 + 0.5)
-    local attempt = tonumber(r[5]) + 1
+    local attempt = tonumber(r[4]) + 1
     local row = {name = r[1], queue = queue, lease_expires_at = lease, ready = true}
     move(id, 'queued', 'running', row, now, batch, {'attempt', fmt(attempt), 'claim_token', token,
         'worker_id', worker_id, 'started_at', fmt(now), 'body_pending', '0',
         'lease_expires_at', fmt(lease)})
-    return {id, r[1], queue, r[6], attempt, r[7], token, r[2], r[8], fmt(lease), r[3], r[9]}
+    return {id, r[1], queue, r[5], attempt, r[6], token, r[2], r[7], r[8]}, lease
 end
 
 -- Up to `limit` jobs handed to `worker_id` (see hand_to) that it still runs under their
--- token, as claim rows marked 'handed' (a 13th field), and forgotten (the rest wait for the next
--- claim): a claim of that worker answers them too, in case the message of a hand was lost
+-- token, as claim rows marked 'handed' (an 11th field), and forgotten (the rest wait for the
+-- next claim): a claim of that worker answers them too, in case the message of a hand was lost
 -- (pub/sub delivers at most once).
 local function handed_take(worker_id, limit)
     local handed = B .. ':handed:' .. worker_id
@@ -554,11 +557,10 @@ local function handed_take(worker_id, limit)
         local id, token = notes[i], notes[i + 1]
         seen[#seen + 1] = id
         local r = redis.call('HMGET', jkey(id), 'state', 'claim_token', 'worker_id', 'name',
-            'queue', 'input', 'attempt', 'max_attempts', 'priority', 'tenant',
-            'lease_expires_at', 'created_at', 'traceparent')
+            'queue', 'input', 'attempt', 'max_attempts', 'priority', 'tenant', 'traceparent')
         if r[1] == 'running' and r[2] == token and r[3] == worker_id then
             rows[#rows + 1] = {id, r[4], r[5], r[6], tonumber(r[7]), tonumber(r[8]), token,
-                tonumber(r[9]), r[10], r[11], r[12], r[13], 'handed'}
+                tonumber(r[9]), r[10], r[11], 'handed'}
         end
     end
     if #seen > 0 then redis.call('HDEL', handed, unpack(seen)) end
@@ -586,12 +588,13 @@ local function hand_to(worker, queue, hand)
         redis.call('HDEL', hands, worker)
     end
     local batch = new_batch()
-    local row = claim_one(hand.id, queue, worker, tonumber(lease), hand.token, hand.now, batch)
+    local row, ends = claim_one(hand.id, queue, worker, tonumber(lease), hand.token, hand.now,
+        batch)
     flush(batch)
     local handed = B .. ':handed:' .. worker
     redis.call('HSET', handed, hand.id, hand.token)
     -- past the lease, the rescue owns the job: the note goes then at the latest
-    redis.call('PEXPIREAT', handed, fmt(math.floor(tonumber(row[10]) / 1000) + 1000))
+    redis.call('PEXPIREAT', handed, fmt(math.floor(ends / 1000) + 1000))
     redis.call('PUBLISH', channel, cjson.encode(row))
     return true
 end

@@ -1,5 +1,6 @@
 -- job_ack_many: settle completed attempts, each fenced by state and claim token; counts each
--- landed one as completed in its minute.
+-- landed one as completed in its minute. The job's lease_expires_at stays in its hash, read as
+-- null once it is no longer running (codec.job_record): one command less per job.
 -- KEYS[1]  the store's base key (see the key layout in _lib.lua)
 -- ARGV     n, then per item: id, claim_token, result (JSON text), progress ('' or '=' JSON)
 -- Writes B:job:<id>, B:running, B:done:completed:<n>, B:finished:completed, B:keys,
@@ -20,7 +21,6 @@ for i = 0, n - 1 do
             fields[5], fields[6] = 'progress', progress
         end
         move(id, 'running', 'completed', row, now, batch, fields)
-        redis.call('HDEL', jkey(id), 'lease_expires_at')
         count(row.name, now, 'completed', batch)
         landed[#landed + 1] = i + 1
     end

@@ -10,7 +10,7 @@
 -- jobs than `limit`, else not), B:hands (its lease seconds and room, when listed), B:handed:<w>
 -- (the jobs answered).
 -- Answers per claimed job: id name queue input attempt max_attempts claim_token priority
--- tenant lease_expires_at created_at traceparent; the handed jobs first, with 'handed' after.
+-- tenant traceparent (claim_one); the handed jobs first, with 'handed' after.
 local worker_id, lease_default = ARGV[1], tonumber(ARGV[2])
 local limit, n = tonumber(ARGV[3]), tonumber(ARGV[4])
 local random = ARGV[5 + n]
