@@ -123,6 +123,33 @@ def test_a_worker_registers_the_admin_without_importing_its_pages() -> None:
     assert sorted(modules.intersection(ADMIN_PAGES_ONLY)) == []
 
 
+# The loops a worker runs beside its own only when asked (``--with-relay``, ``--with-scheduler``).
+BESIDE_ONLY = ("ultimat3_jobs.runtime.relay", "ultimat3_jobs.runtime.scheduler.scheduler")
+
+
+def test_a_worker_imports_the_relay_and_the_scheduler_only_when_it_runs_them() -> None:
+    modules = set(json.loads(_run(IMPORTS_PROBE).stdout.splitlines()[-1]))
+    assert "ultimat3_jobs.runtime.process" in modules
+    assert sorted(modules.intersection(BESIDE_ONLY)) == []
+
+
+def test_a_worker_with_the_relay_and_the_scheduler_gets_their_configs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    given: dict[str, Any] = {}
+
+    def run_worker(config: Any, **beside: Any) -> int:
+        given.update(beside)
+        return 0
+
+    monkeypatch.setattr(jobs_worker, "run_worker", run_worker)
+    call_command("jobs_worker", "--with-relay", "--with-scheduler", "--log-level", "WARNING")
+    assert [type(config).__name__ for config in given.values()] == [
+        "RelayConfig",
+        "SchedulerConfig",
+    ]
+
+
 EXIT_PROBE = """
 import atexit, gc, os, sys
 import django

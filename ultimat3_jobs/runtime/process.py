@@ -12,13 +12,16 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ultimat3_jobs.drivers import get_driver, get_outbox
-from ultimat3_jobs.runtime.relay import Relay, RelayConfig
-from ultimat3_jobs.runtime.scheduler.scheduler import Scheduler, SchedulerConfig
+from ultimat3_jobs.runtime import beside as loops
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.loop import Worker
+
+if TYPE_CHECKING:
+    from ultimat3_jobs.runtime.relay import RelayConfig
+    from ultimat3_jobs.runtime.scheduler.scheduler import SchedulerConfig
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -73,9 +76,9 @@ def run_worker(
     worker = Worker(get_driver(), config)
     beside: list[Runner] = []
     if relay is not None:
-        beside.append(Relay(get_outbox(), get_driver(), relay))
+        beside.append(loops.relay.Relay(get_outbox(), get_driver(), relay))
     if scheduler is not None:
-        beside.append(Scheduler(get_driver(), scheduler))
+        beside.append(loops.scheduler.Scheduler(get_driver(), scheduler))
     threads = [
         threading.Thread(
             target=runner.run, name=f"jobs-{type(runner).__name__.lower()}", daemon=True
@@ -129,12 +132,12 @@ def run_alone(runner: Runner) -> int:
 
 def run_relay(config: RelayConfig) -> int:
     """Run the outbox relay until SIGTERM/SIGINT."""
-    return run_alone(Relay(get_outbox(), get_driver(), config))
+    return run_alone(loops.relay.Relay(get_outbox(), get_driver(), config))
 
 
 def run_scheduler(config: SchedulerConfig) -> int:
     """Run a scheduler until SIGTERM/SIGINT."""
-    return run_alone(Scheduler(get_driver(), config))
+    return run_alone(loops.scheduler.Scheduler(get_driver(), config))
 
 
 def supervise(argv: Sequence[str], *, processes: int, worker_id: str, burst: bool) -> int:

@@ -11,10 +11,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ultimat3_jobs.checks import CHECK_TAG
+from ultimat3_jobs.runtime import beside
 from ultimat3_jobs.runtime.common.ids import default_worker_id
 from ultimat3_jobs.runtime.process import child_argv, run_worker, supervise
-from ultimat3_jobs.runtime.relay import RelayConfig
-from ultimat3_jobs.runtime.scheduler.scheduler import SchedulerConfig
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.types import QUEUE_NAME_PATTERN
 
@@ -118,8 +117,12 @@ class Command(BaseCommand):
                 max_jobs=options["max_jobs"],
                 max_memory_mb=options["max_memory"],
             )
-            relay = RelayConfig.from_settings() if options["with_relay"] else None
-            scheduler = SchedulerConfig.from_settings() if options["with_scheduler"] else None
+            relay = beside.relay.RelayConfig.from_settings() if options["with_relay"] else None
+            scheduler = (
+                beside.scheduler.SchedulerConfig.from_settings()
+                if options["with_scheduler"]
+                else None
+            )
             code = run_worker(config, relay=relay, scheduler=scheduler)
         if code:
             raise SystemExit(code)
