@@ -50,6 +50,7 @@ def test_the_plugin_loads_in_a_project_without_django(tmp_path: Path) -> None:
         "    assert loaded <= {'ultimat3_jobs', 'ultimat3_jobs.errors', 'ultimat3_jobs.types',\n"
         "                      'ultimat3_jobs.records', 'ultimat3_jobs.errors_base',\n"
         "                      'ultimat3_jobs.errors_features', 'ultimat3_jobs.lazy',\n"
+        "                      'ultimat3_jobs.frozen',\n"
         "                      'ultimat3_jobs.testing', 'ultimat3_jobs.testing.pytest_plugin'},"
         " loaded\n"
     )
