@@ -17,6 +17,7 @@ import pytest
 from tests.process.audit import db_now, enqueue, states
 from tests.process.conftest import Workers
 from tests.processapp.jobs import STEPS
+from tests.testapp.models import Effect
 from ultimat3_jobs.models import Job, JobWorker
 
 pytestmark = [pytest.mark.process, pytest.mark.django_db(transaction=True)]
@@ -28,9 +29,16 @@ def test_sigterm_completes_short_jobs_and_releases_long_ones(workers: Workers) -
     short = enqueue("tests.record", [{"n": 1, "sleep": 0.2}, {"n": 2, "sleep": 0.2}])
     long = enqueue("tests.waits_for_cancel", [{"seconds": 60}, {"seconds": 60}])
     first = workers.start("term-1", concurrency=4, shutdown_grace=GRACE)
-    # One claim takes all four (4 free slots); the short ones run for 0.2 s from then.
+    # One claim takes all four (4 free slots) and the loop starts them together; the short ones
+    # run for 0.2 s from then. A claimed row reads ``running`` before the loop starts its body (a
+    # SIGTERM in between gives it back, unstarted), so wait for the long ones' bodies to write.
     workers.wait(
         lambda: states(short + long)["running"] == 4, timeout=30, what="all four jobs running"
+    )
+    workers.wait(
+        lambda: Effect.objects.filter(job_id__in=long, label="started").count() == 2,
+        timeout=30,
+        what="the long jobs' bodies started",
     )
     signalled = time.monotonic()
     first.signal(signal.SIGTERM)
