@@ -140,6 +140,10 @@ def test_delayed_enqueue_sends_no_wake(subscribe: Any) -> None:
     assert wakes.count("default") == 0
 
 
+def _events(caplog: Any) -> list[str | None]:
+    return [getattr(record, "event", None) for record in caplog.records]
+
+
 def test_listener_reconnects_after_its_backend_is_killed(subscribe: Any, caplog: Any) -> None:
     subscription, wakes = subscribe()
     [pid] = listener_pids()
@@ -148,9 +152,9 @@ def test_listener_reconnects_after_its_backend_is_killed(subscribe: Any, caplog:
             cursor.execute("select pg_terminate_backend(%s)", [pid])
         assert eventually(lambda: not subscription.is_live(), 5.0)
         assert eventually(subscription.is_live, LIVE_WITHIN)
-    events = [getattr(record, "event", None) for record in caplog.records]
-    assert "jobs.wake.lost" in events
-    assert "jobs.wake.live" in events
+        # The listener logs ``jobs.wake.live`` just after it reads live: wait for the record too.
+        assert eventually(lambda: "jobs.wake.live" in _events(caplog), 5.0), _events(caplog)
+    assert "jobs.wake.lost" in _events(caplog)
     assert eventually(lambda: listener_pids() not in ([], [pid]), 5.0)
     add.enqueue(a=1, b=2)
     assert wakes.wait_for("math")
