@@ -9,6 +9,7 @@ attempt's ``ctx.cancelled`` built a lock and a condition that most bodies never 
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 import time
@@ -23,11 +24,14 @@ from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.conf import Settings
-from ultimat3_jobs.model import tenancy
-from ultimat3_jobs.model.context import CancelEvent, JobContext
+from ultimat3_jobs.model import signature, tenancy
+from ultimat3_jobs.model.context import CancelEvent, JobContext, current_job, current_tenant
+from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.runtime.worker import Worker
+from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.runtime.worker.holdings import Holdings
+from ultimat3_jobs.types import ClaimedJob
 
 JOBS = 300
 
@@ -156,6 +160,10 @@ COUNTED_CALLS = {
     "reserve": (Worker, "_reserve"),
     "encode_stored": (Settings, "encode_stored"),
     "tz_load": (BaseTzLoader, "load"),
+    "registry find": (Registry, "find"),
+    "begin": (Attempt, "begin"),
+    "context init": (JobContext, "__init__"),
+    "signature compiled": (signature, "_compiled"),
 }
 
 
@@ -188,6 +196,108 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
     skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook")
     assert all(per_job.get(what, 0) < 0.05 for what in skipped), per_job
     assert per_job.get("reserve", 0) <= 1.5, per_job
+
+
+def test_a_no_op_job_pays_once_per_claim_or_definition_what_it_can(
+    make_worker, calls: Counter[str]
+) -> None:
+    """Before: per job, the registry looked up by name (now once per name of a claim), the
+    attempt's lock taken twice as its body starts (``begin_body``, then ``begin``: now one
+    round), its context built through the dataclass's keyword ``__init__`` (now slot by slot),
+    and the body's signature shape looked up by the signature's id (now the definition's)."""
+    per_job = drain_counted(make_worker, calls)
+    assert per_job.get("registry find", 0) < 0.3, per_job
+    assert per_job.get("begin", 0) < 0.05, per_job
+    assert per_job.get("context init", 0) < 0.05, per_job
+    assert per_job.get("signature compiled", 0) < 0.05, per_job
+
+
+def test_a_claimed_jobs_context_is_the_one_the_dataclass_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Built slot by slot (no keyword ``__init__``), a claimed job's context has every field
+    the dataclass's ``__init__`` would give it."""
+    job = ClaimedJob(
+        id=uuid.uuid4(),
+        name="tests.noop",
+        queue="math",
+        input={},
+        attempt=2,
+        max_attempts=5,
+        claim_token=uuid.uuid4(),
+        priority=3,
+        tenant_id="row-tenant",
+        traceparent="00-abc-def-01",
+    )
+    inits: list[object] = []
+    init = JobContext.__init__
+    monkeypatch.setattr(JobContext, "__init__", lambda *a, **k: inits.append(k) or init(*a, **k))
+    built = JobContext.for_claimed(job, tenant_id="acme")
+    assert inits == []
+    expected = JobContext(
+        job_id=job.id,
+        name=job.name,
+        attempt=2,
+        max_attempts=5,
+        queue="math",
+        tenant_id="acme",
+        traceparent="00-abc-def-01",
+    )
+    names = [name for name in JobContext.__slots__ if name != "__weakref__"]
+    assert names and all(hasattr(built, name) for name in names)
+    assert type(built.cancelled) is CancelEvent and not built.cancelled.is_set()
+    assert built.cancelled is not JobContext.for_claimed(job, tenant_id=None).cancelled
+    expected.cancelled = built.cancelled  # an event equals only itself
+    assert [getattr(built, n) for n in names] == [getattr(expected, n) for n in names]
+    assert built == expected and repr(built) == repr(expected)
+
+
+@pytest.fixture
+def variables_set() -> Iterator[Counter[str]]:
+    """Counts, on every thread, the ``ContextVar.set`` calls made from Python code."""
+    monitoring = sys.monitoring
+    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
+    counts: Counter[str] = Counter()
+
+    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
+        owner = getattr(callable_, "__self__", None)
+        if type(owner) is contextvars.ContextVar and callable_.__name__ == "set":  # type: ignore[attr-defined]
+            counts["ContextVar.set"] += 1
+        return None
+
+    monitoring.use_tool_id(tool, "per-job variables")
+    monitoring.register_callback(tool, monitoring.events.CALL, called)
+    monitoring.set_events(tool, monitoring.events.CALL)
+    try:
+        yield counts
+    finally:
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, monitoring.events.CALL, None)
+        monitoring.free_tool_id(tool)
+
+
+def test_a_no_op_jobs_scope_sets_one_context_variable(
+    make_worker, variables_set: Counter[str]
+) -> None:
+    """Before: two per job (the tenant's and the job's variables, each set and reset around
+    the body, each a new context mapping); now one variable holds both."""
+    per_job = drain_counted(make_worker, variables_set)
+    assert 0.9 <= per_job.get("ContextVar.set", 0) <= 1.1, per_job
+
+
+def test_a_scope_inside_a_body_keeps_its_job_and_gives_its_tenant_back() -> None:
+    """The body's scope sets one context variable (before: two, the tenant's and the job's);
+    a scope entered inside it keeps the job, and gives the tenant back as it ends."""
+    ctx = JobContext.for_direct_call("tests.noop", tenant_id="acme")
+    assert (current_tenant(), current_job()) == (None, None)
+    with tenancy.TenantScope("acme", job=ctx):
+        ours = [v for v in contextvars.copy_context() if v.name.startswith("ultimat3_jobs")]
+        assert len(ours) == 1, ours
+        assert (current_tenant(), current_job()) == ("acme", ctx)
+        with tenancy.tenant_scope("globex"):
+            assert (current_tenant(), current_job()) == ("globex", ctx)
+        assert (current_tenant(), current_job()) == ("acme", ctx)
+    assert (current_tenant(), current_job()) == (None, None)
 
 
 @pytest.fixture
