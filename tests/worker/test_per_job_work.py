@@ -27,7 +27,7 @@ from ultimat3_jobs.conf import Settings
 from ultimat3_jobs.model import signature, tenancy
 from ultimat3_jobs.model.context import CancelEvent, JobContext, current_job, current_tenant
 from ultimat3_jobs.model.registry import Registry
-from ultimat3_jobs.runtime.worker import Worker
+from ultimat3_jobs.runtime.worker import Worker, settle
 from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.runtime.worker.holdings import Holdings
@@ -41,12 +41,19 @@ NO_BEATS = {"heartbeat_interval": 60.0, "lease_seconds": 120.0}
 fires, as many times as a loaded host's drain is long, which is no per-job work."""
 
 
-def drain_counted(make_worker: Callable[..., Any], counts: Counter[str]) -> dict[str, float]:
+def drain_counted(
+    make_worker: Callable[..., Any],
+    counts: Counter[str],
+    before: Callable[[Worker], None] | None = None,
+) -> dict[str, float]:
     """``counts`` per job over a drain of ``JOBS`` no-op jobs by 8 slots, heartbeats off
-    (``NO_BEATS``); what the enqueue itself counted is left out."""
+    (``NO_BEATS``); what the enqueue itself counted is left out. ``before`` is handed the
+    worker before it starts."""
     jobs.noop.enqueue_many([{} for _ in range(JOBS)])
     running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
     worker = running.worker
+    if before is not None:
+        before(worker)
     before = Counter(counts)
     running.start()
     wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
@@ -164,6 +171,7 @@ COUNTED_CALLS = {
     "begin": (Attempt, "begin"),
     "context init": (JobContext, "__init__"),
     "signature compiled": (signature, "_compiled"),
+    "lent_by": (settle, "lent_by"),
 }
 
 
@@ -204,12 +212,14 @@ def test_a_no_op_job_pays_once_per_claim_or_definition_what_it_can(
     """Before: per job, the registry looked up by name (now once per name of a claim), the
     attempt's lock taken twice as its body starts (``begin_body``, then ``begin``: now one
     round), its context built through the dataclass's keyword ``__init__`` (now slot by slot),
-    and the body's signature shape looked up by the signature's id (now the definition's)."""
+    the body's signature shape looked up by the signature's id (now the definition's), and
+    the settle asking which slot a run that rode none was lent."""
     per_job = drain_counted(make_worker, calls)
     assert per_job.get("registry find", 0) < 0.3, per_job
     assert per_job.get("begin", 0) < 0.05, per_job
     assert per_job.get("context init", 0) < 0.05, per_job
     assert per_job.get("signature compiled", 0) < 0.05, per_job
+    assert per_job.get("lent_by", 0) < 0.05, per_job
 
 
 def test_a_claimed_jobs_context_is_the_one_the_dataclass_builds(
@@ -333,3 +343,40 @@ def test_a_no_op_job_sets_no_field_through_object_setattr(
     through ``object.__setattr__``; ``quick_init`` sets each slot through its descriptor."""
     per_job = drain_counted(make_worker, set_through_object)
     assert per_job.get("object.__setattr__", 0) < 1, per_job
+
+
+class CountingLock:
+    """A lock that counts its acquisitions in ``counts[name]``."""
+
+    def __init__(self, counts: Counter[str], name: str) -> None:
+        self._lock = threading.Lock()
+        self._counts = counts
+        self._name = name
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self._counts[self._name] += 1
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_a_no_op_job_takes_neither_the_held_threads_nor_the_gates_lock(make_worker) -> None:
+    """Before: per job, the held threads' lock as its body returned (the body's thread wins
+    the settle first now: nothing can abandon it after that) and, per start, the lease gate's
+    lock to move counts that no run of an unlimited job moves."""
+    counts: Counter[str] = Counter()
+
+    def counting(worker: Worker) -> None:
+        worker.held._lock = CountingLock(counts, "held lock")  # type: ignore[assignment]
+        worker._limits.gate._lock = CountingLock(counts, "gate lock")  # type: ignore[assignment]
+
+    per_job = drain_counted(make_worker, counts, before=counting)
+    assert per_job.get("held lock", 0) < 0.05, per_job
+    assert per_job.get("gate lock", 0) < 0.05, per_job

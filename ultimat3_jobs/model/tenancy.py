@@ -215,7 +215,12 @@ class TenantScope:
         self._inner: ExitStack | None = None
 
     def __enter__(self) -> None:
-        factory = _context_hook(self._settings or get_settings())
+        global _context_hooks
+        settings = self._settings or get_settings()
+        hooks = _context_hooks  # looked up here, not in a function of its own: a scope per body
+        if hooks is None or hooks[0] is not settings:
+            hooks = _context_hooks = (settings, tenancy_hook(settings, "TENANT_CONTEXT"))
+        factory = hooks[1]
         job = self._job
         self._token = install_scope((self._tenant_id, current_job() if job is None else job))
         if factory is None:
@@ -240,16 +245,6 @@ class TenantScope:
 _context_hooks: tuple[Settings, Callable[..., Any] | None] | None = None
 """The last settings' ``TENANT_CONTEXT`` hook, beside them: a scope is entered around every
 body, and the settings are one object until they change (``reset_settings``)."""
-
-
-def _context_hook(settings: Settings) -> Callable[..., Any] | None:
-    global _context_hooks
-    cached = _context_hooks
-    if cached is not None and cached[0] is settings:
-        return cached[1]
-    factory = tenancy_hook(settings, "TENANT_CONTEXT")
-    _context_hooks = (settings, factory)
-    return factory
 
 
 def tenant_scope(tenant_id: str | None, settings: Settings | None = None) -> TenantScope:

@@ -302,10 +302,11 @@ class Worker:
         assert outcome is not None
         if attempt.began_at is not None:
             self._ahead.body_took(time.monotonic() - attempt.began_at)
-        self.held.returned(attempt)
+        settling = attempt.take_settle()  # else settled on its behalf (timed out, released)
+        self.held.returned(attempt, settling=settling)
         self._limits.ended(attempt)  # hook: limits — its slots wait for its settle
         self._release_slot(attempt, wake=False)
-        if attempt.take_settle():  # else settled on its behalf (timed out past grace, released)
+        if settling:
             self._settler.put(Outcome(attempt, "lost") if attempt.lost else outcome)
         self._start_waiting(leases=False)
         self._nudge()  # after the next attempt took the slot: claim only when few wait
