@@ -62,6 +62,30 @@ def drain_counted(
     return per_job
 
 
+def monitored_calls(name_of: Callable[[object], str | None]) -> Iterator[Counter[str]]:
+    """Counts, on every thread, the calls made from Python code of the callables that
+    ``name_of`` names (``sys.monitoring``), under that name."""
+    monitoring = sys.monitoring
+    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
+    counts: Counter[str] = Counter()
+
+    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
+        name = name_of(callable_)
+        if name is not None:
+            counts[name] += 1
+        return None
+
+    monitoring.use_tool_id(tool, "per-job counts")
+    monitoring.register_callback(tool, monitoring.events.CALL, called)
+    monitoring.set_events(tool, monitoring.events.CALL)
+    try:
+        yield counts
+    finally:
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, monitoring.events.CALL, None)
+        monitoring.free_tool_id(tool)
+
+
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts ``uuid.UUID.__hash__``, ``uuid.UUID.hex`` and ``threading.Condition``
@@ -227,18 +251,9 @@ def test_a_claimed_jobs_context_is_the_one_the_dataclass_builds(
 ) -> None:
     """Built slot by slot (no keyword ``__init__``), a claimed job's context has every field
     the dataclass's ``__init__`` would give it."""
-    job = ClaimedJob(
-        id=uuid.uuid4(),
-        name="tests.noop",
-        queue="math",
-        input={},
-        attempt=2,
-        max_attempts=5,
-        claim_token=uuid.uuid4(),
-        priority=3,
-        tenant_id="row-tenant",
-        traceparent="00-abc-def-01",
-    )
+    ids = {"id": uuid.uuid4(), "claim_token": uuid.uuid4()}
+    run = {"attempt": 2, "max_attempts": 5, "priority": 3, "traceparent": "00-abc-def-01"}
+    job = ClaimedJob(name="tests.noop", queue="math", input={}, tenant_id="row", **ids, **run)
     inits: list[object] = []
     init = JobContext.__init__
     monkeypatch.setattr(JobContext, "__init__", lambda *a, **k: inits.append(k) or init(*a, **k))
@@ -264,26 +279,14 @@ def test_a_claimed_jobs_context_is_the_one_the_dataclass_builds(
 
 @pytest.fixture
 def variables_set() -> Iterator[Counter[str]]:
-    """Counts, on every thread, the ``ContextVar.set`` calls made from Python code."""
-    monitoring = sys.monitoring
-    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
-    counts: Counter[str] = Counter()
+    """Counts the ``ContextVar.set`` calls."""
 
-    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
+    def name_of(callable_: object) -> str | None:
         owner = getattr(callable_, "__self__", None)
-        if type(owner) is contextvars.ContextVar and callable_.__name__ == "set":  # type: ignore[attr-defined]
-            counts["ContextVar.set"] += 1
-        return None
+        is_set = type(owner) is contextvars.ContextVar and callable_.__name__ == "set"  # type: ignore[attr-defined]
+        return "ContextVar.set" if is_set else None
 
-    monitoring.use_tool_id(tool, "per-job variables")
-    monitoring.register_callback(tool, monitoring.events.CALL, called)
-    monitoring.set_events(tool, monitoring.events.CALL)
-    try:
-        yield counts
-    finally:
-        monitoring.set_events(tool, 0)
-        monitoring.register_callback(tool, monitoring.events.CALL, None)
-        monitoring.free_tool_id(tool)
+    yield from monitored_calls(name_of)
 
 
 def test_a_no_op_jobs_scope_sets_one_context_variable(
@@ -312,27 +315,10 @@ def test_a_scope_inside_a_body_keeps_its_job_and_gives_its_tenant_back() -> None
 
 @pytest.fixture
 def set_through_object() -> Iterator[Counter[str]]:
-    """Counts, on every thread, the calls of ``object.__setattr__`` made from Python code: a
-    frozen dataclass's generated ``__init__`` makes one per field (``sys.monitoring``)."""
-    monitoring = sys.monitoring
-    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
-    counts: Counter[str] = Counter()
+    """Counts the calls of ``object.__setattr__``: a frozen dataclass's generated ``__init__``
+    makes one per field."""
     setattr_ = object.__setattr__
-
-    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
-        if callable_ is setattr_:
-            counts["object.__setattr__"] += 1
-        return None
-
-    monitoring.use_tool_id(tool, "per-job counts")
-    monitoring.register_callback(tool, monitoring.events.CALL, called)
-    monitoring.set_events(tool, monitoring.events.CALL)
-    try:
-        yield counts
-    finally:
-        monitoring.set_events(tool, 0)
-        monitoring.register_callback(tool, monitoring.events.CALL, None)
-        monitoring.free_tool_id(tool)
+    yield from monitored_calls(lambda c: "object.__setattr__" if c is setattr_ else None)
 
 
 def test_a_no_op_job_sets_no_field_through_object_setattr(
