@@ -26,8 +26,15 @@ def _refuse_constant(token: str) -> NoReturn:
 _JSONB_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
+_TAKEN_AS_IS = frozenset({"null", "{}", "[]", "true", "false"})
+"""Texts jsonb takes as they are: the usual results and progress values skip the parse."""
+
+
 def check_jsonb_text(text: str, column: str) -> None:
-    # jsonb refuses what it cannot parse; refuse it here too rather than fail at read time.
+    """Refuse JSON text jsonb would refuse (``StoreRefused`` naming ``column``), rather than
+    fail at read time."""
+    if isinstance(text, str) and text in _TAKEN_AS_IS:
+        return
     try:
         _JSONB_DECODER.decode(text)
     except (TypeError, ValueError) as exc:
