@@ -6,6 +6,8 @@ driver (a Redis worker's start-up)."""
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from ultimat3_jobs.errors import StoreRefused
@@ -39,6 +41,24 @@ def check_jsonb_text(text: str, column: str) -> None:
         _JSONB_DECODER.decode(text)
     except (TypeError, ValueError) as exc:
         raise StoreRefused(reason=f"{column}: not valid JSON text for jsonb: {exc}") from exc
+
+
+def check_step_texts(output_json: str, error_json: str | None) -> None:
+    """Refuse a step record's output or error text where ``x_job_steps``' jsonb columns
+    would (``step_put``'s check, before anything is written)."""
+    check_jsonb_text(output_json, "output")
+    if error_json is not None:
+        check_jsonb_text(error_json, "error")
+
+
+def checked_progress(progress: Mapping[uuid.UUID, str] | None) -> Mapping[uuid.UUID, str]:
+    """A heartbeat's progress texts by job id (none given: empty), each refused where the
+    ``progress`` jsonb column would (``job_heartbeat_many``'s check, before anything is
+    written)."""
+    given = progress or {}
+    for text in given.values():
+        check_jsonb_text(text, "progress")
+    return given
 
 
 def jsonb_entry(entry: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
     owned,
 )
-from ultimat3_jobs.drivers.jsonb import check_jsonb_text
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text, checked_progress
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.backfills import BackfillScriptMethods
 from ultimat3_jobs.drivers.redis.connection import DEFAULT_PREFIX
@@ -165,9 +165,7 @@ class RedisDriver(
     ) -> Heartbeat:
         if not attempts:
             return Heartbeat()
-        given = progress or {}
-        for value in given.values():
-            check_jsonb_text(value, "progress")
+        given = checked_progress(progress)
         args = [repr(float(lease_seconds)), str(len(attempts))]
         for job_id, token in attempts:
             args += [str(job_id), str(token), codec.optional(given.get(job_id))]

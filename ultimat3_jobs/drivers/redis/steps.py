@@ -16,7 +16,7 @@ import uuid
 from datetime import datetime
 
 from ultimat3_jobs.drivers.base import owned
-from ultimat3_jobs.drivers.jsonb import check_jsonb_text
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text, check_step_texts
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
@@ -51,9 +51,7 @@ class StepScriptMethods(RedisStore):
         error_json: str | None = None,
     ) -> bool:
         check_step_put_status(status)
-        check_jsonb_text(output_json, "output")
-        if error_json is not None:
-            check_jsonb_text(error_json, "error")
+        check_step_texts(output_json, error_json)
         args = [str(job_id), str(claim_token), name, str(int(seq)), kind, status, output_json]
         landed = bool(self._run("step_put", [*args, codec.optional(error_json)]))
         return owned(landed, f"step {name!r} ({status})", job_id, claim_token)
