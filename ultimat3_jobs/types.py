@@ -67,9 +67,7 @@ _UUID7_BITS = 0x7 << 76 | 0b10 << 62
 """The version (7) and variant (RFC) bits of every job id."""
 _set_uuid_int = vars(uuid.UUID)["int"].__set__
 _set_uuid_safe = vars(uuid.UUID)["is_safe"].__set__
-"""The two slots ``uuid.UUID(int=...)`` sets, through their own descriptors: a minted id skips
-the constructor's argument checks (a third of an id's cost) and ``object.__setattr__``'s
-lookup of each name."""
+"""The slots ``uuid.UUID(int=...)`` sets: a minted id skips its checks and setattr's lookups."""
 
 
 def new_job_id() -> uuid.UUID:
