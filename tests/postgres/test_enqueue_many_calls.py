@@ -16,7 +16,8 @@ from tests.testapp.jobs import noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-N = 1000
+N = 2000
+"""Both calls counted write several chunks (one COPY each)."""
 
 
 @contextmanager
