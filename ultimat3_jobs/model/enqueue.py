@@ -101,7 +101,8 @@ def enqueue(
 def enqueue_many(
     definition: JobDefinition, inputs: Iterable[Mapping[str, Any]], options: EnqueueOptions
 ) -> list[EnqueueResult]:
-    """Validate every input, then write them all, one statement per 1,000. Called from the
+    """Validate every input, then write them all: on PostgreSQL one statement per 1,000, or one
+    COPY for more than 1,000 jobs due now with no key (``job_enqueue_copy``). Called from the
     body of a job whose attempt was cancelled, raises
     :class:`~ultimat3_jobs.errors.JobAborted`."""
     refuse_if_aborted()
