@@ -101,9 +101,10 @@ def run_pgbench(
 class PairedCeiling:
     """The insert-only ceiling run beside the ``enqueue_many`` calls, one run just before each
     call, on the table as the call finds it (emptied): ``enqueue_batch.sql`` for the call's
-    rows, 1,000 per autocommit statement (the issue's ceiling), and the call's own shape (one
-    transaction of one 1,000-row INSERT per chunk, with no conflict clause and nothing
-    returned, as ``job_enqueue_minted`` writes). The ``pgbench`` phase's ceilings run for a
+    rows, 1,000 per autocommit statement (the issue's ceiling), and the same rows committed
+    once, as the call commits them (one transaction of 1,000-row INSERTs with no conflict
+    clause and nothing returned, as ``job_enqueue_minted`` writes; the call itself writes them
+    by one COPY, which pgbench cannot send). The ``pgbench`` phase's ceilings run for a
     fixed time at the end of the run, on a table that grows to about a million rows: a ratio
     taken against them mixes the host's load of two moments and two table sizes."""
 
@@ -133,7 +134,7 @@ class PairedCeiling:
         return tps * BATCH_ROWS
 
     def call(self) -> float:
-        """The call's shape, one transaction, into the emptied table: rows/s."""
+        """The call's rows committed once, as INSERTs, into the emptied table: rows/s."""
         self.bench.truncate()
         tps, _ = run_pgbench(self.bench, self.binary, self.call_script, 1, ["-t", "1"])
         return tps * self.rows

@@ -58,7 +58,7 @@ def phase_enqueue_many(bench: Bench) -> None:
         figure.insert_ratio = statistics.median(per_statement)
         figure.detail = (
             f"{detail}; insert-only ratio: median of the {pairs} paired ratios "
-            f"({ratio_spread(per_statement)}); against the call's own shape "
+            f"({ratio_spread(per_statement)}); against the rows committed once "
             f"(`pgbench_insert_call`) {statistics.median(per_call):.2f}x "
             f"({ratio_spread(per_call)})"
         )
@@ -77,7 +77,7 @@ def phase_enqueue_many(bench: Bench) -> None:
         bench.add(
             Figure(
                 "pgbench_insert_call",
-                f"pgbench insert-only ceiling in the call's shape: {ceiling.rows:,} rows in one "
+                f"pgbench insert-only ceiling committed once: {ceiling.rows:,} rows in one "
                 "transaction, one 1,000-row INSERT per chunk, no conflict clause",
                 statistics.median(call),
                 "jobs/s",
