@@ -5,13 +5,11 @@ options' checks, the statements, the connection) drops out."""
 
 from __future__ import annotations
 
-import sys
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import pytest
 
+from tests.support.calls import calls_counted
 from tests.testapp.jobs import noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,36 +18,11 @@ N = 2000
 """Both calls counted write several chunks (one COPY each)."""
 
 
-@contextmanager
-def calls_counted() -> Iterator[Counter[str]]:
-    """Every call made from Python code while open, and those of ``object.__setattr__``."""
-    monitoring = sys.monitoring
-    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
-    counts: Counter[str] = Counter()
-    setattr_ = object.__setattr__
-
-    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
-        counts["calls"] += 1
-        if callable_ is setattr_:
-            counts["object.__setattr__"] += 1
-        return None
-
-    monitoring.use_tool_id(tool, "enqueue_many counts")
-    monitoring.register_callback(tool, monitoring.events.CALL, called)
-    monitoring.set_events(tool, monitoring.events.CALL)
-    try:
-        yield counts
-    finally:
-        monitoring.set_events(tool, 0)
-        monitoring.register_callback(tool, monitoring.events.CALL, None)
-        monitoring.free_tool_id(tool)
-
-
 def per_job(enqueue: Callable[[int], object]) -> dict[str, float]:
     enqueue(2)  # the connection opened and the statements prepared before anything counts
-    with calls_counted() as once:
+    with calls_counted("enqueue_many counts") as once:
         enqueue(N)
-    with calls_counted() as twice:
+    with calls_counted("enqueue_many counts") as twice:
         enqueue(2 * N)
     return {what: (twice[what] - once[what]) / N for what in twice | once}
 
