@@ -32,10 +32,12 @@ Before each call the phase empties the table and runs `enqueue_batch.sql` for th
 (1,000 per autocommit statement, `pgbench_insert_paired`), then the same rows committed once as
 the call commits them (one transaction of 1,000-row INSERTs, no conflict clause or `returning`,
 as `job_enqueue_minted` writes; `pgbench_insert_call`), then the call, into the same emptied
-table: the ratio is the median of the pairs' ratios, its spread in the details. Both write rows
-of the same width into the same table and indexes, with the server's `synchronous_commit`; the
-ceilings' ids are random (`gen_random_uuid()`), the call's time-ordered, and the call writes
-its rows by one `COPY` (`job_enqueue_copy`), which pgbench cannot send.
+table: the ratio is the median of the pairs' ratios, its spread in the details, beside the
+fastest call against the fastest ceiling run (on a loaded host, the runs least disturbed).
+Both write rows of the same width into the same table and indexes, with the server's
+`synchronous_commit`; the ceilings' ids are random (`gen_random_uuid()`), the call's
+time-ordered, and the call writes its rows by one `COPY` (`job_enqueue_copy`), which pgbench
+cannot send.
 
 Drain throughput is jobs divided by the time from the first `started_at` to the last
 `finished_at`, both written by the database's clock. The wall-clock figure adds the worker's

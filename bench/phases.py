@@ -60,7 +60,8 @@ def phase_enqueue_many(bench: Bench) -> None:
             f"{detail}; insert-only ratio: median of the {pairs} paired ratios "
             f"({ratio_spread(per_statement)}); against the rows committed once "
             f"(`pgbench_insert_call`) {statistics.median(per_call):.2f}x "
-            f"({ratio_spread(per_call)})"
+            f"({ratio_spread(per_call)}); fastest run against fastest run "
+            f"{max(rates) / max(batch):.2f}x and {max(rates) / max(call):.2f}x"
         )
         bench.add(figure)
         bench.add(
