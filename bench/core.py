@@ -360,7 +360,7 @@ class Bench(BenchDatabase):
         for figure in self.figures.values():
             for name, attr in (("ceiling", "ratio"), ("insert_ceiling", "insert_ratio")):
                 ceiling = self.figures.get(getattr(figure, name) or "")
-                if ceiling is not None and ceiling.value:
+                if ceiling is not None and ceiling.value and getattr(figure, attr) is None:
                     setattr(figure, attr, figure.value / ceiling.value)
 
     def default_share(self) -> None:

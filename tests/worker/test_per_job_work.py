@@ -9,7 +9,6 @@ attempt's ``ctx.cancelled`` built a lock and a condition that most bodies never 
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import uuid
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 
+from tests.support.calls import calls_counted
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.conf import Settings
@@ -192,27 +192,9 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
 
 @pytest.fixture
 def set_through_object() -> Iterator[Counter[str]]:
-    """Counts, on every thread, the calls of ``object.__setattr__`` made from Python code: a
-    frozen dataclass's generated ``__init__`` makes one per field (``sys.monitoring``)."""
-    monitoring = sys.monitoring
-    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
-    counts: Counter[str] = Counter()
-    setattr_ = object.__setattr__
-
-    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
-        if callable_ is setattr_:
-            counts["object.__setattr__"] += 1
-        return None
-
-    monitoring.use_tool_id(tool, "per-job counts")
-    monitoring.register_callback(tool, monitoring.events.CALL, called)
-    monitoring.set_events(tool, monitoring.events.CALL)
-    try:
+    """Counts, on every thread, the calls of ``object.__setattr__`` made from Python code."""
+    with calls_counted("per-job counts") as counts:
         yield counts
-    finally:
-        monitoring.set_events(tool, 0)
-        monitoring.register_callback(tool, monitoring.events.CALL, None)
-        monitoring.free_tool_id(tool)
 
 
 def test_a_no_op_job_sets_no_field_through_object_setattr(
