@@ -348,9 +348,8 @@ class Bench(BenchDatabase):
         return get_settings().worker_concurrency
 
     def claims(self) -> int:
-        """Distinct start stamps: claim statements that took jobs, as the rows one claim takes
-        share its ``now()``, where no limit is declared; a lease grant and a settle that hands
-        a concurrency slot on stamp the runs they start as well."""
+        """Distinct start stamps: the claims that took jobs (one ``now()`` each), plus, under a
+        limit, the lease grants and slot hand-offs that stamp the runs they start."""
         return int(self.sql("select count(distinct started_at) from x_jobs")[0][0])
 
     # -- results --------------------------------------------------------------------------------
@@ -360,7 +359,7 @@ class Bench(BenchDatabase):
         for figure in self.figures.values():
             for name, attr in (("ceiling", "ratio"), ("insert_ceiling", "insert_ratio")):
                 ceiling = self.figures.get(getattr(figure, name) or "")
-                if ceiling is not None and ceiling.value:
+                if ceiling is not None and ceiling.value and getattr(figure, attr) is None:
                     setattr(figure, attr, figure.value / ceiling.value)
 
     def default_share(self) -> None:

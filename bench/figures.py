@@ -39,6 +39,8 @@ class Scale:
     """How much each phase does; ``--quick`` divides it by about ten."""
 
     enqueue_many_jobs: int = 20_000
+    enqueue_many_pairs: int = 7
+    """``enqueue_many`` calls, each paired with a run of the insert-only ceilings."""
     enqueue_calls: int = 3_000
     repeats: int = 3
     drain_jobs: int = 20_000
@@ -63,6 +65,7 @@ FULL = Scale()
 QUICK = replace(
     FULL,
     enqueue_many_jobs=2_000,
+    enqueue_many_pairs=3,
     enqueue_calls=300,
     repeats=2,
     drain_jobs=2_000,

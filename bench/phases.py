@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
+from bench.ceilings import paired_ceiling
 from bench.figures import QUIET_BACKGROUND, WAKE_LIVE, WORKER_STARTED, Figure, spread
 from bench.support import BenchError, kib_to_mib, percentile, proc_status, process_cpu_seconds, say
 
@@ -17,10 +18,20 @@ if TYPE_CHECKING:
 
 
 def phase_enqueue_many(bench: Bench) -> None:
-    n, repeats = bench.scale.enqueue_many_jobs, bench.scale.repeats
+    """``enqueue_many`` calls, each just after a run of the insert-only ceilings into the same
+    emptied table (:class:`~bench.ceilings.PairedCeiling`): the ratio is the median of the
+    pairs' ratios, each of two runs a second apart, rather than of two medians taken minutes
+    apart under another load."""
+    n, pairs = bench.scale.enqueue_many_jobs, bench.scale.enqueue_many_pairs
     bench.warm_up()
-    rates = []
-    for _ in range(repeats):
+    ceiling = paired_ceiling(bench, n)
+    rates: list[float] = []
+    batch: list[float] = []
+    call: list[float] = []
+    for _ in range(pairs):
+        if ceiling is not None:
+            batch.append(ceiling.batch())
+            call.append(ceiling.call())
         bench.truncate()
         inputs = [{} for _ in range(n)]
         start = time.perf_counter()
@@ -29,17 +40,57 @@ def phase_enqueue_many(bench: Bench) -> None:
         if len(results) != n or bench.count_jobs() != {"queued": n}:
             raise BenchError(f"enqueue_many of {n} left {bench.count_jobs()}")
         rates.append(n / elapsed)
-    bench.add(
-        Figure(
-            "enqueue_many",
-            f"`enqueue_many`, {n:,} no-op jobs in one call",
-            statistics.median(rates),
-            "jobs/s",
-            ceiling="pgbench_batch",
-            insert_ceiling="pgbench_insert_batch",
-            detail=f"median of {repeats} runs ({spread(rates)}); one session",
-        )
+    detail = f"median of {pairs} runs ({spread(rates)}); one session"
+    figure = Figure(
+        "enqueue_many",
+        f"`enqueue_many`, {n:,} no-op jobs in one call",
+        statistics.median(rates),
+        "jobs/s",
+        ceiling="pgbench_batch",
+        detail=detail,
     )
+    if ceiling is None:
+        bench.add(figure)
+    else:
+        per_statement = [ours / theirs for ours, theirs in zip(rates, batch, strict=True)]
+        per_call = [ours / theirs for ours, theirs in zip(rates, call, strict=True)]
+        figure.insert_ceiling = "pgbench_insert_paired"
+        figure.insert_ratio = statistics.median(per_statement)
+        figure.detail = (
+            f"{detail}; insert-only ratio: median of the {pairs} paired ratios "
+            f"({ratio_spread(per_statement)}); against the rows committed once "
+            f"(`pgbench_insert_call`) {statistics.median(per_call):.2f}x "
+            f"({ratio_spread(per_call)}); fastest run against fastest run "
+            f"{max(rates) / max(batch):.2f}x and {max(rates) / max(call):.2f}x"
+        )
+        bench.add(figure)
+        bench.add(
+            Figure(
+                "pgbench_insert_paired",
+                f"pgbench insert-only ceiling: {ceiling.rows:,} rows into an emptied table, "
+                "1,000 per autocommit statement, run just before each `enqueue_many` call",
+                statistics.median(batch),
+                "jobs/s",
+                detail=f"`enqueue_batch.sql`, -c 1 -t {ceiling.statements}: median of "
+                f"{pairs} runs ({spread(batch)})",
+            )
+        )
+        bench.add(
+            Figure(
+                "pgbench_insert_call",
+                f"pgbench insert-only ceiling committed once: {ceiling.rows:,} rows in one "
+                "transaction, one 1,000-row INSERT per chunk, no conflict clause",
+                statistics.median(call),
+                "jobs/s",
+                detail=f"`enqueue_batch.sql`'s INSERT without `on conflict ... returning` "
+                f"{ceiling.statements} times between `begin` and `commit`, -c 1 -t 1: median "
+                f"of {pairs} runs ({spread(call)})",
+            )
+        )
+
+
+def ratio_spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}x"
 
 
 def phase_enqueue(bench: Bench) -> None:

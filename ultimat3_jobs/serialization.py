@@ -201,10 +201,13 @@ def encode_json(value: Any, *, root: str = "input", max_depth: int, max_bytes: i
         return text
     flat = _flat_text(value, max_depth)
     if flat is not None:
-        try:
-            size = len(flat.encode("utf-8"))
-        except UnicodeEncodeError:
-            size = -1
+        if flat.isascii():  # its UTF-8 form is as long, with no copy made to count it
+            size = len(flat)
+        else:
+            try:
+                size = len(flat.encode("utf-8"))
+            except UnicodeEncodeError:
+                size = -1
         if 0 <= size <= max_bytes:
             return flat
     if check_json(value, root=root, max_depth=max_depth):

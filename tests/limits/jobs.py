@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -94,6 +95,8 @@ def hooked(ctx: Any, *, org: str) -> str:
 
 SEEN: dict[str, str] = {}
 """Per watched job id: its state in the store as a ``watcher`` body watching it started."""
+GATE = threading.Event()
+"""A ``watcher`` body run with ``gated`` ends only once this is set (the test sets it)."""
 
 
 WATCHER_CAP = Concurrency(key=lambda input: input["key"], limit=1)
@@ -107,9 +110,13 @@ def watcher(
     watch: str | None = None,
     sleep: float = 0.02,
     operator: str | None = None,
+    gated: bool = False,
 ) -> None:
     """Records the state of the job ``watch`` as the body starts; then, as an operator
-    would, ``"release"``s its own key (``jobs leases release``) or ``"cancel"``s ``watch``."""
+    would, ``"release"``s its own key (``jobs leases release``) or ``"cancel"``s ``watch``;
+    ``gated``: waits for :data:`GATE` before its ``sleep``."""
+    if gated:
+        assert GATE.wait(30), "the test never opened the gate"
     if watch is not None:
         SEEN.setdefault(watch, Job.objects.filter(id=watch).values_list("state", flat=True).get())
     if operator == "release":

@@ -6,7 +6,6 @@ of the runs asked in that statement says which happened."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -49,17 +48,23 @@ def test_a_run_claimed_while_its_keys_slot_idles_is_lent_it_without_a_lease_stat
 ):
     monkeypatch.setattr(handoff, "CLAIM_WAIT_SECONDS", 30.0)  # the held claim below lands first
     driver = HeldClaims()
-    make_worker(driver=driver, concurrency=4)
+    running = make_worker(driver=driver, concurrency=4)
     warm = jobs.watcher.enqueue(key="warm").id  # runs wait for a lent slot once bodies ended
     wait_for(lambda: finished([warm]), timeout=30, what="a first body")
-    # Its body outlasts the loop's idle wait (at most poll_ceiling_wake), so the claim held
-    # below is on its way as it ends.
-    first = jobs.watcher.enqueue(key="w", sleep=0.8).id
+    # Its body ends only once the claim held below is on its way (a body that merely slept
+    # past the loop's idle wait raced it: a test thread slow to see it running set the hold
+    # after the body ended, the flush freed the row with no claim on its way, and the second
+    # run asked the store for it).
+    jobs.GATE.clear()
+    first = jobs.watcher.enqueue(key="w", gated=True).id
     wait_for(lambda: Job.objects.filter(id=first, state="running").exists(), what="first run")
     driver.hold.set()
     assert driver.entered.wait(10), "the worker's next claim did not come"
     asked = driver.asked
-    time.sleep(1.0)  # the first body ended with no run of its key waiting; a flush was due
+    jobs.GATE.set()
+    # The first body ended with no run of its key waiting; its flush waits for the claim.
+    holdings = running.worker._limits.gate.holdings
+    wait_for(lambda: holdings.ending == 1, what="the first body's end")
     second = jobs.watcher.enqueue(key="w").id
     driver.release.set()
     wait_for(lambda: finished([first, second]), timeout=30, what="both runs settled")

@@ -27,7 +27,7 @@ from ultimat3_jobs.models import Job
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import ClaimedJob, EnqueueRequest
 
-from .test_statements import PARAMS
+from .test_statements import COPIES, PARAMS
 
 DRIVER_DIR = Path(driver_module.__file__).resolve().parent
 
@@ -142,7 +142,7 @@ def test_columns_are_read_by_name_whatever_their_order() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", sorted(PARAMS))
+@pytest.mark.parametrize("name", sorted(set(PARAMS) - COPIES))
 def test_every_returned_column_has_its_own_name(name: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute(STATEMENTS[name], PARAMS[name])

@@ -10,7 +10,6 @@ attempt's ``ctx.cancelled`` built a lock and a condition that most bodies never 
 from __future__ import annotations
 
 import contextvars
-import sys
 import threading
 import time
 import uuid
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 
+from tests.support.calls import calls_counted
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.conf import Settings
@@ -60,30 +60,6 @@ def drain_counted(
     per_job = {what: n / JOBS for what, n in (counts - before).items()}
     running.stop()
     return per_job
-
-
-def monitored_calls(name_of: Callable[[object], str | None]) -> Iterator[Counter[str]]:
-    """Counts, on every thread, the calls made from Python code of the callables that
-    ``name_of`` names (``sys.monitoring``), under that name."""
-    monitoring = sys.monitoring
-    tool = next(t for t in range(2, 6) if monitoring.get_tool(t) is None)
-    counts: Counter[str] = Counter()
-
-    def called(code: object, offset: int, callable_: object, arg0: object) -> object:
-        name = name_of(callable_)
-        if name is not None:
-            counts[name] += 1
-        return None
-
-    monitoring.use_tool_id(tool, "per-job counts")
-    monitoring.register_callback(tool, monitoring.events.CALL, called)
-    monitoring.set_events(tool, monitoring.events.CALL)
-    try:
-        yield counts
-    finally:
-        monitoring.set_events(tool, 0)
-        monitoring.register_callback(tool, monitoring.events.CALL, None)
-        monitoring.free_tool_id(tool)
 
 
 @pytest.fixture
@@ -279,14 +255,15 @@ def test_a_claimed_jobs_context_is_the_one_the_dataclass_builds(
 
 @pytest.fixture
 def variables_set() -> Iterator[Counter[str]]:
-    """Counts the ``ContextVar.set`` calls."""
+    """Counts, on every thread, the ``ContextVar.set`` calls made from Python code."""
 
     def name_of(callable_: object) -> str | None:
         owner = getattr(callable_, "__self__", None)
         is_set = type(owner) is contextvars.ContextVar and callable_.__name__ == "set"  # type: ignore[attr-defined]
         return "ContextVar.set" if is_set else None
 
-    yield from monitored_calls(name_of)
+    with calls_counted("per-job variables", name_of=name_of) as counts:
+        yield counts
 
 
 def test_a_no_op_jobs_scope_sets_one_context_variable(
@@ -315,10 +292,9 @@ def test_a_scope_inside_a_body_keeps_its_job_and_gives_its_tenant_back() -> None
 
 @pytest.fixture
 def set_through_object() -> Iterator[Counter[str]]:
-    """Counts the calls of ``object.__setattr__``: a frozen dataclass's generated ``__init__``
-    makes one per field."""
-    setattr_ = object.__setattr__
-    yield from monitored_calls(lambda c: "object.__setattr__" if c is setattr_ else None)
+    """Counts, on every thread, the calls of ``object.__setattr__`` made from Python code."""
+    with calls_counted("per-job counts") as counts:
+        yield counts
 
 
 def test_a_no_op_job_sets_no_field_through_object_setattr(

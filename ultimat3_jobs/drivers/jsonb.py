@@ -6,6 +6,8 @@ driver (a Redis worker's start-up)."""
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from ultimat3_jobs.errors import StoreRefused
@@ -26,12 +28,37 @@ def _refuse_constant(token: str) -> NoReturn:
 _JSONB_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
+_TAKEN_AS_IS = frozenset({"null", "{}", "[]", "true", "false"})
+"""Texts jsonb takes as they are: the usual results and progress values skip the parse."""
+
+
 def check_jsonb_text(text: str, column: str) -> None:
-    # jsonb refuses what it cannot parse; refuse it here too rather than fail at read time.
+    """Refuse JSON text jsonb would refuse (``StoreRefused`` naming ``column``), rather than
+    fail at read time."""
+    if isinstance(text, str) and text in _TAKEN_AS_IS:
+        return
     try:
         _JSONB_DECODER.decode(text)
     except (TypeError, ValueError) as exc:
         raise StoreRefused(reason=f"{column}: not valid JSON text for jsonb: {exc}") from exc
+
+
+def check_step_texts(output_json: str, error_json: str | None) -> None:
+    """Refuse a step record's output or error text where ``x_job_steps``' jsonb columns
+    would (``step_put``'s check, before anything is written)."""
+    check_jsonb_text(output_json, "output")
+    if error_json is not None:
+        check_jsonb_text(error_json, "error")
+
+
+def checked_progress(progress: Mapping[uuid.UUID, str] | None) -> Mapping[uuid.UUID, str]:
+    """A heartbeat's progress texts by job id (none given: empty), each refused where the
+    ``progress`` jsonb column would (``job_heartbeat_many``'s check, before anything is
+    written)."""
+    given = progress or {}
+    for text in given.values():
+        check_jsonb_text(text, "progress")
+    return given
 
 
 def jsonb_entry(entry: dict[str, Any]) -> dict[str, Any]:

@@ -101,7 +101,8 @@ def enqueue(
 def enqueue_many(
     definition: JobDefinition, inputs: Iterable[Mapping[str, Any]], options: EnqueueOptions
 ) -> list[EnqueueResult]:
-    """Validate every input, then write them all, one statement per 1,000. Called from the
+    """Validate every input, then write them all: on PostgreSQL one statement per 1,000, or one
+    COPY for more than 1,000 jobs due now with no key (``job_enqueue_copy``). Called from the
     body of a job whose attempt was cancelled, raises
     :class:`~ultimat3_jobs.errors.JobAborted`."""
     refuse_if_aborted()
@@ -124,21 +125,27 @@ def enqueue_many(
     shared: SharedRequest | None = None
     encoded: list[str] = []
     tenants: list[str | None] = []
+    fixed, tenant = False, None
+    append_json, append_tenant = encoded.append, tenants.append
     for index, input in enumerate(inputs):
         try:
             if shared is None:  # the options are checked once, at the first input
                 shared = shared_request(definition, options, settings, traceparent)
-            input_json, tenant = shared.encode(input)
+                encode_input, row_tenant = shared.encode_input, shared.row_tenant
+                fixed, tenant = shared.call_tenant()
+            append_json(encode_input(input))
+            if not fixed:
+                append_tenant(row_tenant(input))
         except (JobInputInvalid, JobTenantMismatch) as exc:  # nothing of the batch is written
             raise type(exc)(
                 f"inputs[{index}]: {exc.message}",
                 field=_item_field(index, exc.field),
                 rule=exc.rule,
             ) from None
-        encoded.append(input_json)
-        tenants.append(tenant)
     if shared is None:
         return []
+    if fixed:  # one tenant for every row, asked once
+        tenants = [tenant] * len(encoded)
     requests = RequestBatch(
         shared.columns, new_job_ids(len(encoded)), encoded, tenants, minted=True
     )

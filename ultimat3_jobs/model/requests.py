@@ -29,7 +29,7 @@ from ultimat3_jobs.errors import (
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.origin import current_origin
 from ultimat3_jobs.model.signature import check_signature, input_check
-from ultimat3_jobs.model.tenancy import enqueuer_tenant, row_tenant, storable_text
+from ultimat3_jobs.model.tenancy import call_tenant, enqueuer_tenant, row_tenant, storable_text
 from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
 from ultimat3_jobs.types import (
     PRIORITY_MAX,
@@ -182,9 +182,9 @@ class SharedRequest:
     columns: SharedColumns
     """The columns every request of the call has alike."""
 
-    def encode(self, input: Mapping[str, Any]) -> tuple[str, str | None]:
-        """Validate one input and answer its JSON text and its row's tenant (the per-item work
-        of ``enqueue_many``: the compiled signature check, one encode, the tenant)."""
+    def encode_input(self, input: Mapping[str, Any]) -> str:
+        """Validate one input and answer its JSON text (the per-item work of ``enqueue_many``
+        but the tenant: the compiled signature check, one encode)."""
         if type(input) is not dict and not isinstance(input, Mapping):
             raise JobInputInvalid(
                 f"input must be a mapping of keyword arguments; got {type(input).__name__}",
@@ -192,13 +192,22 @@ class SharedRequest:
                 rule="mapping",
             )
         self.check_input(input)
-        input_json = self.settings.encode_stored(input if type(input) is dict else dict(input))
-        return input_json, row_tenant(self.definition, input, self.enqueuer_tenant)
+        return self.settings.encode_stored(input if type(input) is dict else dict(input))
+
+    def row_tenant(self, input: Mapping[str, Any]) -> str | None:
+        """The tenant of the row written for ``input`` (after :meth:`encode_input`); refused
+        with :class:`~ultimat3_jobs.errors.JobTenantMismatch` when not the enqueuer's."""
+        return row_tenant(self.definition, input, self.enqueuer_tenant)
+
+    def call_tenant(self) -> tuple[bool, str | None]:
+        """``(True, tenant)`` when every row of this call keeps one tenant whatever its input
+        (:func:`~ultimat3_jobs.model.tenancy.call_tenant`): no tenant asked per job."""
+        return call_tenant(self.definition, self.enqueuer_tenant)
 
     def request(self, input: Mapping[str, Any], job_id: uuid.UUID) -> EnqueueRequest:
         """Validate one input and answer its request, with the id ``job_id``."""
-        input_json, tenant = self.encode(input)
-        (request,) = RequestBatch(self.columns, [job_id], [input_json], [tenant])
+        input_json = self.encode_input(input)
+        (request,) = RequestBatch(self.columns, [job_id], [input_json], [self.row_tenant(input)])
         return request
 
 

@@ -165,12 +165,22 @@ def input_tenant(definition: JobDefinition, input: Mapping[str, Any]) -> str | N
     )
 
 
+def call_tenant(definition: JobDefinition, enqueuer: Any) -> tuple[bool, str | None]:
+    """``(True, tenant)`` when every row one enqueuer writes for this job keeps ``tenant``,
+    whatever its input (a job whose ``tenant`` rule is ``"none"`` keeps the enqueuer's):
+    a batch then asks :func:`row_tenant` nothing per job. ``(False, None)`` otherwise."""
+    if definition.tenant == "none":
+        return True, None if enqueuer is UNKNOWN else enqueuer
+    return False, None
+
+
 def row_tenant(definition: JobDefinition, input: Mapping[str, Any], enqueuer: Any) -> str | None:
     """The tenant a job row keeps: the enqueuer's (``enqueuer``, from :func:`enqueuer_tenant`).
     A job whose ``tenant`` callable answers another tenant for ``input`` is refused with
     :class:`~ultimat3_jobs.errors.JobTenantMismatch`; nothing is written."""
-    if definition.tenant == "none":
-        return None if enqueuer is UNKNOWN else enqueuer  # type: ignore[no-any-return]
+    fixed, tenant = call_tenant(definition, enqueuer)
+    if fixed:
+        return tenant
     tenant_id = input_tenant(definition, input)
     if enqueuer is UNKNOWN or tenant_id == enqueuer:
         return tenant_id

@@ -19,6 +19,7 @@ from ultimat3_jobs.drivers.base import (
     log_unsettled,
 )
 from ultimat3_jobs.drivers.jsonb import check_jsonb_text as _check_json
+from ultimat3_jobs.drivers.jsonb import checked_progress
 from ultimat3_jobs.drivers.jsonb import jsonb_entry as _normalized
 from ultimat3_jobs.drivers.memory.commit import hold_until_commit
 from ultimat3_jobs.drivers.memory.rows import _expired, _json_timestamp, _ReadyEntry, _Row
@@ -180,9 +181,7 @@ class JobStatements(MemoryState):
         progress: Mapping[uuid.UUID, str] | None = None,
     ) -> Heartbeat:
         # No row locks here: no attempt is ever busy, every held one is renewed.
-        given = progress or {}
-        for text in given.values():
-            _check_json(text, "progress")
+        given = checked_progress(progress)
         landed: set[uuid.UUID] = set()
         with self._lock:
             now = self.now()

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from ultimat3_jobs.drivers.base import log_unowned, owned
 from ultimat3_jobs.drivers.jsonb import check_jsonb_text as _check_json
+from ultimat3_jobs.drivers.jsonb import check_step_texts
 from ultimat3_jobs.drivers.memory.rows import _as_utc
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.drivers.steps_seam import (
@@ -77,9 +78,7 @@ class StepStatements(MemoryState):
         error_json: str | None = None,
     ) -> bool:
         check_step_put_status(status)
-        _check_json(output_json, "output")
-        if error_json is not None:
-            _check_json(error_json, "error")
+        check_step_texts(output_json, error_json)
         with self._lock:
             landed = False
             if self._owned(job_id, claim_token) is not None:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from django.db import DatabaseError, connections, transaction
 
+from ultimat3_jobs.batches import RequestBatch
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
     RESCUE_BATCH_DEFAULT,
@@ -42,12 +43,15 @@ from ultimat3_jobs.drivers.postgres.params import (
     ack_params,
     batch_params,
     batch_statement,
+    copy_rows,
+    copyable,
     due_now,
     due_queues,
     enqueue_params,
     request_ids,
     settle_params,
 )
+from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.drivers.postgres.registry import WorkerMethods
 from ultimat3_jobs.drivers.postgres.rescue import mark_pending, rescue_expired
 from ultimat3_jobs.drivers.postgres.retention import RetentionStatements
@@ -178,6 +182,8 @@ class PostgresDriver(
     def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         if len(requests) <= ENQUEUE_CHUNK:
             return self._enqueue_chunk(requests)
+        if (batch := copyable(requests)) is not None:
+            return self._enqueue_copy(batch)
         chunks = [
             requests[start : start + ENQUEUE_CHUNK]
             for start in range(0, len(requests), ENQUEUE_CHUNK)
@@ -191,6 +197,24 @@ class PostgresDriver(
             for chunk, result in zip(chunks, written, strict=True):
                 results.extend(self._chunk_answers(chunk, result))
         return results
+
+    def _enqueue_copy(self, batch: RequestBatch) -> list[EnqueueResult]:
+        """``job_enqueue_copy``: the pause flag read, then every row in one COPY, streamed a
+        chunk at a time, in one transaction (the caller's, if open)."""
+        connection = connections[self.database]
+        with transaction.atomic(using=self.database, savepoint=False):
+            self._wake_throttle.for_statement(self._jobs, due_queues(batch), channel=WAKE_CHANNEL)
+            (paused,) = fetch(self._jobs, "job_copy_paused", {"name": batch.shared.name}).first(
+                "paused"
+            ) or (False,)
+            with (
+                connection.wrap_database_errors,
+                connection.connection.cursor() as cursor,
+                cursor.copy(STATEMENTS["job_enqueue_copy"]) as copy,
+            ):
+                for text in copy_rows(batch, bool(paused)):
+                    copy.write(text)
+        return [EnqueueResult(job_id, "created") for job_id in batch.ids]
 
     def _enqueue_chunk(self, chunk: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         if not chunk:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
 from ultimat3_jobs.batches import RequestBatch, SharedColumns
-from ultimat3_jobs.drivers.base import check_settle_action
+from ultimat3_jobs.drivers.base import ENQUEUE_CHUNK, check_settle_action
 from ultimat3_jobs.types import AckItem, EnqueueRequest, SettleItem
 
 WAKE_CHANNEL = "ultimat3_jobs"
@@ -105,6 +105,77 @@ def batch_statement(chunk: Sequence[EnqueueRequest]) -> tuple[str, dict[str, Any
         shared["size"] = len(chunk)
         return "job_enqueue_minted", shared
     return "job_enqueue_shared", shared
+
+
+def copyable(requests: Sequence[EnqueueRequest]) -> RequestBatch | None:
+    """``requests`` when ``job_enqueue_copy`` may write them: one ``enqueue_many`` call's jobs
+    (minted ids, no idempotency key) due now, more than one chunk of them."""
+    if (
+        isinstance(requests, RequestBatch)
+        and len(requests) > ENQUEUE_CHUNK
+        and requests.minted
+        and requests.shared.idempotency_key is None
+        and due_now(requests.shared)
+    ):
+        return requests
+    return None
+
+
+def copy_rows(batch: RequestBatch, paused: bool) -> Iterator[str]:
+    """The lines ``job_enqueue_copy`` reads (COPY's text format, its columns' order), one
+    chunk's at a time so that the next is built while the server reads this one. The columns
+    every job shares are written once; per job, only the id's hex digits, the input (whose
+    JSON text can hold no tab or line break, so only a backslash is escaped) and the tenant."""
+    shared = batch.shared
+    tail = "\t".join(
+        map(
+            _copy_field,
+            (
+                shared.name,
+                shared.queue,
+                shared.priority,
+                shared.enqueued_by,
+                shared.max_attempts,
+                shared.lease_seconds,
+                shared.traceparent,
+                "t" if paused else "f",
+            ),
+        )
+    )
+    tenant_text = {tenant: _copy_field(tenant) for tenant in set(batch.tenants)}
+    for start in range(0, len(batch), ENQUEUE_CHUNK):
+        end = start + ENQUEUE_CHUNK
+        yield "".join(
+            [
+                f"{job_id.int:032x}\t"
+                f"{text if _BACKSLASH not in text else text.replace(_BACKSLASH, _ESCAPED)}\t"
+                f"{tenant_text[tenant]}\t{tail}\n"
+                for job_id, text, tenant in zip(
+                    batch.ids[start:end],
+                    batch.inputs[start:end],
+                    batch.tenants[start:end],
+                    strict=True,
+                )
+            ]
+        )
+
+
+_BACKSLASH, _ESCAPED = "\\", "\\\\"
+
+
+def _copy_field(value: str | int | None) -> str:
+    """One column of a COPY text line: ``\\N``, a number, or text with its backslashes, tabs
+    and line breaks escaped (COPY's text format)."""
+    if value is None:
+        return "\\N"
+    if type(value) is not str:
+        return str(int(value))
+    return (
+        value.replace(_BACKSLASH, _ESCAPED)
+        .replace("\t", "\\t")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+    )
 
 
 def request_ids(chunk: Sequence[EnqueueRequest]) -> Sequence[uuid.UUID]:

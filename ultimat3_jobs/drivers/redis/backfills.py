@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ultimat3_jobs.drivers.backfill_seam import BACKFILL_LIST_MAX, BackfillRun, BackfillStatus
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
@@ -52,7 +53,7 @@ class BackfillScriptMethods(RedisStore):
     def backfill_advance(
         self, *, run_id: uuid.UUID, batch: int, cursor_json: str, rows: int
     ) -> bool:
-        codec.check_json(cursor_json, "cursor")
+        check_jsonb_text(cursor_json, "cursor")
         args = [str(run_id), str(int(batch)), cursor_json, str(int(rows))]
         return bool(self._run("backfill_advance", args))
 

@@ -32,16 +32,6 @@ from ultimat3_jobs.types import (
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-_VALID_JSON = frozenset({"null", "{}", "[]", "true", "false"})
-"""Texts jsonb takes as they are: the usual results and progress values skip the parse."""
-
-
-def check_json(text: str, column: str) -> None:
-    """Refuse JSON text jsonb would refuse (``StoreRefused``), as the memory driver does."""
-    if isinstance(text, str) and text in _VALID_JSON:
-        return
-    check_jsonb_text(text, column)
-
 
 def text(value: bytes | str | None) -> str | None:
     if value is None:

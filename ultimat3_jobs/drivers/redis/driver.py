@@ -33,6 +33,7 @@ from ultimat3_jobs.drivers.base import (
     log_unowned,
     owned,
 )
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text, checked_progress
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.backfills import BackfillScriptMethods
 from ultimat3_jobs.drivers.redis.connection import DEFAULT_PREFIX
@@ -104,8 +105,8 @@ class RedisDriver(
             return set()
         args: list[str] = [str(len(items))]
         for item in items:
-            codec.check_json(item.result_json, "result")
-            codec.check_json(item.progress_json or "null", "progress")
+            check_jsonb_text(item.result_json, "result")
+            check_jsonb_text(item.progress_json or "null", "progress")
             args += [str(item.job_id), str(item.claim_token), item.result_json]
             args.append(codec.optional(item.progress_json))
         # The script answers the positions of the items that landed: no id is parsed back.
@@ -164,9 +165,7 @@ class RedisDriver(
     ) -> Heartbeat:
         if not attempts:
             return Heartbeat()
-        given = progress or {}
-        for value in given.values():
-            codec.check_json(value, "progress")
+        given = checked_progress(progress)
         args = [repr(float(lease_seconds)), str(len(attempts))]
         for job_id, token in attempts:
             args += [str(job_id), str(token), codec.optional(given.get(job_id))]
@@ -192,7 +191,7 @@ class RedisDriver(
         for item in items:
             check_settle_action(item.action)
             if item.action != "complete":
-                codec.check_json(item.progress_json or "null", "progress")
+                check_jsonb_text(item.progress_json or "null", "progress")
                 if item.error is not None and item.action != "drop":
                     codec.error_entry(item.error.as_json())
         landed = self._ack_many([item for item in items if item.action == "complete"])
@@ -224,7 +223,7 @@ class RedisDriver(
         entry = None
         if error is not None and action != "drop":
             entry = codec.error_entry(error.as_json())
-        codec.check_json(progress_json or "null", "progress")
+        check_jsonb_text(progress_json or "null", "progress")
         args = [
             str(job_id),
             str(claim_token),
@@ -240,7 +239,7 @@ class RedisDriver(
     def job_progress(
         self, *, job_id: uuid.UUID, claim_token: uuid.UUID, progress_json: str
     ) -> bool:
-        codec.check_json(progress_json, "progress")
+        check_jsonb_text(progress_json, "progress")
         landed = bool(self._run("job_progress", [str(job_id), str(claim_token), progress_json]))
         return owned(landed, "progress", job_id, claim_token)
 

@@ -16,6 +16,7 @@ import uuid
 from datetime import datetime
 
 from ultimat3_jobs.drivers.base import owned
+from ultimat3_jobs.drivers.jsonb import check_jsonb_text, check_step_texts
 from ultimat3_jobs.drivers.redis import codec
 from ultimat3_jobs.drivers.redis.connection import RedisStore
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
@@ -50,9 +51,7 @@ class StepScriptMethods(RedisStore):
         error_json: str | None = None,
     ) -> bool:
         check_step_put_status(status)
-        codec.check_json(output_json, "output")
-        if error_json is not None:
-            codec.check_json(error_json, "error")
+        check_step_texts(output_json, error_json)
         args = [str(job_id), str(claim_token), name, str(int(seq)), kind, status, output_json]
         landed = bool(self._run("step_put", [*args, codec.optional(error_json)]))
         return owned(landed, f"step {name!r} ({status})", job_id, claim_token)
@@ -110,7 +109,7 @@ class StepScriptMethods(RedisStore):
         tenant_id: str | None = None,
         ttl_seconds: float,
     ) -> EventSent:
-        codec.check_json(payload_json, "payload")
+        check_jsonb_text(payload_json, "payload")
         args = [name, key or "", payload_json, codec.optional(tenant_id)]
         ended = self._run("event_send", [*args, repr(float(ttl_seconds))])
         return EventSent(ended=int(ended))

