@@ -16,7 +16,7 @@ from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.model.step_api import Steps
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
 from ultimat3_jobs.runtime.common.pool import BodyPool
-from ultimat3_jobs.runtime.worker.attempt import Attempt, attempt_for
+from ultimat3_jobs.runtime.worker.attempt import Attempt, attempts_for
 from ultimat3_jobs.types import ClaimedJob
 
 
@@ -116,8 +116,8 @@ def test_an_attempt_is_freed_without_the_cycle_collector() -> None:
     """Built as the worker builds one (context, step API, progress callback), an attempt is in
     no reference cycle: dropped, it goes at once, not at the collector's next pass."""
     reported: list[object] = []
-    attempt = attempt_for(
-        make_attempt().job,
+    (attempt,) = attempts_for(
+        [make_attempt().job],
         registry=registry,
         driver=MemoryDriver(),
         on_progress=lambda attempt, value: reported.append(value),
@@ -137,7 +137,7 @@ def test_an_attempts_steps_are_built_on_first_use_bound_to_its_claim() -> None:
     """A body that never touches ``ctx.step`` (most) costs no step state; the first use binds
     it to the attempt's claim. Waiting to be built, the context is in no reference cycle."""
     job = make_attempt().job
-    attempt = attempt_for(job, registry=registry, driver=MemoryDriver(), on_progress=print)
+    (attempt,) = attempts_for([job], registry=registry, driver=MemoryDriver(), on_progress=print)
     ctx = attempt.ctx
     assert ctx._step is None
     assert ctx._bind_step is not None
@@ -148,7 +148,7 @@ def test_an_attempts_steps_are_built_on_first_use_bound_to_its_claim() -> None:
         assert gone() is None
     finally:
         gc.enable()
-    attempt = attempt_for(job, registry=registry, driver=MemoryDriver(), on_progress=print)
+    (attempt,) = attempts_for([job], registry=registry, driver=MemoryDriver(), on_progress=print)
     steps = attempt.ctx.step
     assert isinstance(steps, Steps)
     assert steps._state is not None

@@ -9,6 +9,7 @@ attempt's ``ctx.cancelled`` built a lock and a condition that most bodies never 
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 import uuid
@@ -23,11 +24,14 @@ from tests.support.calls import calls_counted
 from tests.testapp import jobs
 from tests.worker.conftest import wait_for
 from ultimat3_jobs.conf import Settings
-from ultimat3_jobs.model import tenancy
-from ultimat3_jobs.model.context import CancelEvent, JobContext
-from ultimat3_jobs.runtime.worker import Worker
+from ultimat3_jobs.model import signature, tenancy
+from ultimat3_jobs.model.context import CancelEvent, JobContext, current_job, current_tenant
+from ultimat3_jobs.model.registry import Registry
+from ultimat3_jobs.runtime.worker import Worker, settle
+from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.runtime.worker.holdings import Holdings
+from ultimat3_jobs.types import ClaimedJob
 
 JOBS = 300
 
@@ -37,12 +41,19 @@ NO_BEATS = {"heartbeat_interval": 60.0, "lease_seconds": 120.0}
 fires, as many times as a loaded host's drain is long, which is no per-job work."""
 
 
-def drain_counted(make_worker: Callable[..., Any], counts: Counter[str]) -> dict[str, float]:
+def drain_counted(
+    make_worker: Callable[..., Any],
+    counts: Counter[str],
+    before: Callable[[Worker], None] | None = None,
+) -> dict[str, float]:
     """``counts`` per job over a drain of ``JOBS`` no-op jobs by 8 slots, heartbeats off
-    (``NO_BEATS``); what the enqueue itself counted is left out."""
+    (``NO_BEATS``); what the enqueue itself counted is left out. ``before`` is handed the
+    worker before it starts."""
     jobs.noop.enqueue_many([{} for _ in range(JOBS)])
     running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
     worker = running.worker
+    if before is not None:
+        before(worker)
     before = Counter(counts)
     running.start()
     wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
@@ -156,6 +167,11 @@ COUNTED_CALLS = {
     "reserve": (Worker, "_reserve"),
     "encode_stored": (Settings, "encode_stored"),
     "tz_load": (BaseTzLoader, "load"),
+    "registry find": (Registry, "find"),
+    "begin": (Attempt, "begin"),
+    "context init": (JobContext, "__init__"),
+    "signature compiled": (signature, "_compiled"),
+    "lent_by": (settle, "lent_by"),
 }
 
 
@@ -190,6 +206,90 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
     assert per_job.get("reserve", 0) <= 1.5, per_job
 
 
+def test_a_no_op_job_pays_once_per_claim_or_definition_what_it_can(
+    make_worker, calls: Counter[str]
+) -> None:
+    """Before: per job, the registry looked up by name (now once per name of a claim), the
+    attempt's lock taken twice as its body starts (``begin_body``, then ``begin``: now one
+    round), its context built through the dataclass's keyword ``__init__`` (now slot by slot),
+    the body's signature shape looked up by the signature's id (now the definition's), and
+    the settle asking which slot a run that rode none was lent."""
+    per_job = drain_counted(make_worker, calls)
+    assert per_job.get("registry find", 0) < 0.3, per_job
+    assert per_job.get("begin", 0) < 0.05, per_job
+    assert per_job.get("context init", 0) < 0.05, per_job
+    assert per_job.get("signature compiled", 0) < 0.05, per_job
+    assert per_job.get("lent_by", 0) < 0.05, per_job
+
+
+def test_a_claimed_jobs_context_is_the_one_the_dataclass_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Built slot by slot (no keyword ``__init__``), a claimed job's context has every field
+    the dataclass's ``__init__`` would give it."""
+    ids = {"id": uuid.uuid4(), "claim_token": uuid.uuid4()}
+    run = {"attempt": 2, "max_attempts": 5, "priority": 3, "traceparent": "00-abc-def-01"}
+    job = ClaimedJob(name="tests.noop", queue="math", input={}, tenant_id="row", **ids, **run)
+    inits: list[object] = []
+    init = JobContext.__init__
+    monkeypatch.setattr(JobContext, "__init__", lambda *a, **k: inits.append(k) or init(*a, **k))
+    built = JobContext.for_claimed(job, tenant_id="acme")
+    assert inits == []
+    expected = JobContext(
+        job_id=job.id,
+        name=job.name,
+        attempt=2,
+        max_attempts=5,
+        queue="math",
+        tenant_id="acme",
+        traceparent="00-abc-def-01",
+    )
+    names = [name for name in JobContext.__slots__ if name != "__weakref__"]
+    assert names and all(hasattr(built, name) for name in names)
+    assert type(built.cancelled) is CancelEvent and not built.cancelled.is_set()
+    assert built.cancelled is not JobContext.for_claimed(job, tenant_id=None).cancelled
+    expected.cancelled = built.cancelled  # an event equals only itself
+    assert [getattr(built, n) for n in names] == [getattr(expected, n) for n in names]
+    assert built == expected and repr(built) == repr(expected)
+
+
+@pytest.fixture
+def variables_set() -> Iterator[Counter[str]]:
+    """Counts, on every thread, the ``ContextVar.set`` calls made from Python code."""
+
+    def name_of(callable_: object) -> str | None:
+        owner = getattr(callable_, "__self__", None)
+        is_set = type(owner) is contextvars.ContextVar and callable_.__name__ == "set"  # type: ignore[attr-defined]
+        return "ContextVar.set" if is_set else None
+
+    with calls_counted("per-job variables", name_of=name_of) as counts:
+        yield counts
+
+
+def test_a_no_op_jobs_scope_sets_one_context_variable(
+    make_worker, variables_set: Counter[str]
+) -> None:
+    """Before: two per job (the tenant's and the job's variables, each set and reset around
+    the body, each a new context mapping); now one variable holds both."""
+    per_job = drain_counted(make_worker, variables_set)
+    assert 0.9 <= per_job.get("ContextVar.set", 0) <= 1.1, per_job
+
+
+def test_a_scope_inside_a_body_keeps_its_job_and_gives_its_tenant_back() -> None:
+    """The body's scope sets one context variable (before: two, the tenant's and the job's);
+    a scope entered inside it keeps the job, and gives the tenant back as it ends."""
+    ctx = JobContext.for_direct_call("tests.noop", tenant_id="acme")
+    assert (current_tenant(), current_job()) == (None, None)
+    with tenancy.TenantScope("acme", job=ctx):
+        ours = [v for v in contextvars.copy_context() if v.name.startswith("ultimat3_jobs")]
+        assert len(ours) == 1, ours
+        assert (current_tenant(), current_job()) == ("acme", ctx)
+        with tenancy.tenant_scope("globex"):
+            assert (current_tenant(), current_job()) == ("globex", ctx)
+        assert (current_tenant(), current_job()) == ("acme", ctx)
+    assert (current_tenant(), current_job()) == (None, None)
+
+
 @pytest.fixture
 def set_through_object() -> Iterator[Counter[str]]:
     """Counts, on every thread, the calls of ``object.__setattr__`` made from Python code."""
@@ -205,3 +305,63 @@ def test_a_no_op_job_sets_no_field_through_object_setattr(
     through ``object.__setattr__``; ``quick_init`` sets each slot through its descriptor."""
     per_job = drain_counted(make_worker, set_through_object)
     assert per_job.get("object.__setattr__", 0) < 1, per_job
+
+
+class CountingLock:
+    """A lock that counts its acquisitions in ``counts[name]``."""
+
+    def __init__(self, counts: Counter[str], name: str) -> None:
+        self._lock = threading.Lock()
+        self._counts = counts
+        self._name = name
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self._counts[self._name] += 1
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_a_no_op_job_takes_neither_the_held_threads_nor_the_gates_lock(make_worker) -> None:
+    """Before: per job, the held threads' lock as its body returned (the body's thread wins
+    the settle first now: nothing can abandon it after that) and, per start, the lease gate's
+    lock to move counts that no run of an unlimited job moves."""
+    counts: Counter[str] = Counter()
+
+    def counting(worker: Worker) -> None:
+        worker.held._lock = CountingLock(counts, "held lock")  # type: ignore[assignment]
+        worker._limits.gate._lock = CountingLock(counts, "gate lock")  # type: ignore[assignment]
+
+    per_job = drain_counted(make_worker, counts, before=counting)
+    assert per_job.get("held lock", 0) < 0.05, per_job
+    assert per_job.get("gate lock", 0) < 0.05, per_job
+
+
+def test_a_no_op_job_reaches_the_body_pools_thread_local_about_once(make_worker) -> None:
+    """Before: about seven reads and writes of the pool's ``threading.local`` per job (each a
+    look-up of the thread's own dictionary): whether the thread runs a callback, the callable
+    it runs next, set and cleared per task. Now a pool thread keeps its state in one object,
+    which ``call`` reaches through the thread-local once."""
+    counts: Counter[str] = Counter()
+
+    class CountingLocal(threading.local):
+        def __getattribute__(self, name: str) -> Any:
+            counts["thread-local"] += 1
+            return super().__getattribute__(name)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            counts["thread-local"] += 1
+            super().__setattr__(name, value)
+
+    def counting(worker: Worker) -> None:
+        worker._bodies.pool._local = CountingLocal()
+
+    per_job = drain_counted(make_worker, counts, before=counting)
+    assert 0.5 <= per_job.get("thread-local", 0) <= 1.5, per_job

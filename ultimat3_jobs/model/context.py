@@ -19,9 +19,11 @@ from ultimat3_jobs.types import ClaimedJob
 
 logger = logging.getLogger("ultimat3_jobs.job")
 
-_tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "ultimat3_jobs_tenant", default=None
+_scope: contextvars.ContextVar[tuple[str | None, JobContext | None]] = contextvars.ContextVar(
+    "ultimat3_jobs_scope", default=(None, None)
 )
+"""The tenant and the job's context the code runs for, in one variable: the worker installs
+both around every body, and each variable set (and reset) costs a new context mapping."""
 
 
 class CancelEvent(threading.Event):
@@ -46,44 +48,44 @@ class CancelEvent(threading.Event):
 _cancel_conditions = threading.Lock()
 """Makes each :class:`CancelEvent`'s condition once, whichever threads ask for it first."""
 
+_new = object.__new__
+
 
 def current_tenant() -> str | None:
     """The tenant of the scope this code runs in, or ``None``: a job's run tenant (the worker
     installs it around the body and ``on_settled``; ``None`` for a job declared
     ``tenant="none"``), a request's under ``TenantMiddleware``, or what
     :func:`~ultimat3_jobs.model.tenancy.tenant_scope` installed."""
-    return _tenant.get()
-
-
-install_tenant = _tenant.set
-"""Install a tenant for the current context (answers a token); undo with
-:func:`uninstall_tenant`. The variable's own methods, not functions around them: the worker
-installs a tenant and a job around every body."""
-uninstall_tenant = _tenant.reset
-
-
-_attempt: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
-    "ultimat3_jobs_attempt", default=None
-)
+    return _scope.get()[0]
 
 
 def current_job() -> JobContext | None:
     """The context of the job whose body runs here (this thread, or this asyncio task), or
     ``None`` outside a job's body."""
-    return _attempt.get()
+    return _scope.get()[1]
 
 
-install_job = _attempt.set
-"""Mark the current context as running a job's body (its ``JobContext``; answers a token);
-undo with :func:`uninstall_job`."""
-uninstall_job = _attempt.reset
+install_scope = _scope.set
+"""Install ``(tenant, job context)`` for the current context (answers a token); undo with
+:func:`uninstall_scope`. The variable's own methods, not functions around them: the worker
+installs a tenant and a job around every body."""
+uninstall_scope = _scope.reset
+
+
+def install_job(ctx: JobContext) -> contextvars.Token[tuple[str | None, JobContext | None]]:
+    """Mark the current context as running a job's body (its ``JobContext``), the tenant kept
+    (answers a token); undo with :func:`uninstall_job`."""
+    return _scope.set((_scope.get()[0], ctx))
+
+
+uninstall_job = _scope.reset
 
 
 def refuse_if_aborted() -> None:
     """Raise :class:`~ultimat3_jobs.errors.JobAborted` when called from the body of a job whose
     attempt was cancelled (by an operator, a lost lease, its timeout, or a release at
     shutdown): such a body may write nothing more. Outside a job's body it does nothing."""
-    ctx = _attempt.get()
+    ctx = _scope.get()[1]
     if ctx is not None and ctx.cancelled.is_set():
         raise JobAborted(
             f"job {ctx.name} {ctx.job_id} (attempt {ctx.attempt}) was cancelled; its body "
@@ -164,13 +166,17 @@ class JobContext:
     @classmethod
     def for_claimed(cls, job: ClaimedJob, *, tenant_id: str | None) -> JobContext:
         """The context of an attempt of a claimed job, as the worker (and ``run_enqueued``)
-        hand it to the body, for the run's tenant ``tenant_id``."""
-        return cls(
-            job_id=job.id,
-            name=job.name,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
-            queue=job.queue,
-            tenant_id=tenant_id,
-            traceparent=job.traceparent,
-        )
+        hand it to the body, for the run's tenant ``tenant_id``. Its slots are set one by one,
+        every field as the generated ``__init__`` sets it (the worker builds one per job, and
+        matching seven keywords cost more than the stores)."""
+        ctx = _new(cls)
+        ctx.job_id = job.id
+        ctx.name = job.name
+        ctx.attempt = job.attempt
+        ctx.max_attempts = job.max_attempts
+        ctx.queue = job.queue
+        ctx.tenant_id = tenant_id
+        ctx.traceparent = job.traceparent
+        ctx.cancelled = CancelEvent()
+        ctx._on_progress = ctx._step = ctx._bind_step = ctx._logger = None
+        return ctx

@@ -19,6 +19,7 @@ from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import JobDeclarationInvalid
 from ultimat3_jobs.model.cron import Schedule
 from ultimat3_jobs.model.limits import LIMIT_MAX, PER_SECONDS, Concurrency, Rate, count_ok
+from ultimat3_jobs.model.signature import InputShape, shape_of
 from ultimat3_jobs.types import (
     JOB_NAME_PATTERN,
     PRIORITY_DEFAULT,
@@ -136,9 +137,15 @@ class JobDefinition:
     limited: bool = field(init=False, repr=False, compare=False)
     """Whether a run must hold leases before its body starts (``concurrency`` or ``rate``):
     worked out once, as the worker asks it of every job it claims, more than once."""
+    input_shape: InputShape | None = field(init=False, repr=False, compare=False)
+    """The names an input of the body's ``signature`` may and must have (``None``: no
+    signature, or one only ``inspect.Signature.bind`` can judge): worked out once, as each
+    run's input is checked against it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "limited", self.concurrency is not None or self.rate is not None)
+        shape = None if self.signature is None else shape_of(self.signature)
+        object.__setattr__(self, "input_shape", shape)
 
     @property
     def location(self) -> str:

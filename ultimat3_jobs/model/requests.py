@@ -28,7 +28,7 @@ from ultimat3_jobs.errors import (
 )
 from ultimat3_jobs.model.options import EnqueueOptions
 from ultimat3_jobs.model.origin import current_origin
-from ultimat3_jobs.model.signature import admitted, check_signature, input_check
+from ultimat3_jobs.model.signature import check_signature, input_check
 from ultimat3_jobs.model.tenancy import call_tenant, enqueuer_tenant, row_tenant, storable_text
 from ultimat3_jobs.model.tracing import ambient_traceparent, explicit_traceparent
 from ultimat3_jobs.types import (
@@ -148,10 +148,12 @@ def _on_conflict(options: EnqueueOptions) -> None:
 
 def check_input_signature(definition: JobDefinition, input: Mapping[str, Any]) -> None:
     """Refuse input that does not bind to the body's keyword parameters (the check is compiled
-    once per signature: :mod:`ultimat3_jobs.model.signature`)."""
-    signature = definition.signature
-    if signature is not None and not admitted(signature, input):  # no name built per run
-        check_signature(signature, input, where=definition.location)
+    once per definition: :attr:`JobDefinition.input_shape`)."""
+    shape = definition.input_shape
+    if shape is not None and shape.admits(input):  # every run's check: no name built
+        return
+    if definition.signature is not None:
+        check_signature(definition.signature, input, where=definition.location)
 
 
 def _enqueued_by(options: EnqueueOptions) -> str | None:

@@ -33,11 +33,10 @@ from ultimat3_jobs.errors import (
 )
 from ultimat3_jobs.model.context import (
     JobContext,
+    current_job,
     current_tenant,
-    install_job,
-    install_tenant,
-    uninstall_job,
-    uninstall_tenant,
+    install_scope,
+    uninstall_scope,
 )
 from ultimat3_jobs.model.hooks import setting_hook
 from ultimat3_jobs.model.options import RESOLVE, EnqueueOptions
@@ -208,9 +207,10 @@ def run_tenant(definition: JobDefinition | None, tenant_id: str | None) -> str |
 class TenantScope:
     """The context manager :func:`tenant_scope` answers: a class, not a generator, since the
     worker enters one around every body. The worker's also installs the job's context
-    (``job``: :func:`~ultimat3_jobs.model.context.current_job` answers it inside), first."""
+    (``job``: :func:`~ultimat3_jobs.model.context.current_job` answers it inside), with the
+    tenant in one context variable; another scope keeps the job's context it runs in."""
 
-    __slots__ = ("_inner", "_job", "_job_token", "_settings", "_tenant_id", "_token")
+    __slots__ = ("_inner", "_job", "_settings", "_tenant_id", "_token")
 
     def __init__(
         self,
@@ -225,9 +225,14 @@ class TenantScope:
         self._inner: ExitStack | None = None
 
     def __enter__(self) -> None:
-        factory = _context_hook(self._settings or get_settings())
-        self._job_token = None if self._job is None else install_job(self._job)
-        self._token = install_tenant(self._tenant_id)
+        global _context_hooks
+        settings = self._settings or get_settings()
+        hooks = _context_hooks  # looked up here, not in a function of its own: a scope per body
+        if hooks is None or hooks[0] is not settings:
+            hooks = _context_hooks = (settings, tenancy_hook(settings, "TENANT_CONTEXT"))
+        factory = hooks[1]
+        job = self._job
+        self._token = install_scope((self._tenant_id, current_job() if job is None else job))
         if factory is None:
             return
         inner = ExitStack()  # refuses what is no context manager as a ``with`` does
@@ -244,24 +249,12 @@ class TenantScope:
         try:
             return None if self._inner is None else self._inner.__exit__(kind, exc, tb)
         finally:
-            uninstall_tenant(self._token)
-            if self._job_token is not None:
-                uninstall_job(self._job_token)
+            uninstall_scope(self._token)
 
 
 _context_hooks: tuple[Settings, Callable[..., Any] | None] | None = None
 """The last settings' ``TENANT_CONTEXT`` hook, beside them: a scope is entered around every
 body, and the settings are one object until they change (``reset_settings``)."""
-
-
-def _context_hook(settings: Settings) -> Callable[..., Any] | None:
-    global _context_hooks
-    cached = _context_hooks
-    if cached is not None and cached[0] is settings:
-        return cached[1]
-    factory = tenancy_hook(settings, "TENANT_CONTEXT")
-    _context_hooks = (settings, factory)
-    return factory
 
 
 def tenant_scope(tenant_id: str | None, settings: Settings | None = None) -> TenantScope:

@@ -54,6 +54,18 @@ def close_thread_connections() -> None:
         logger.debug("closing a thread's connections failed", exc_info=True)
 
 
+class _Serving:
+    """A pool thread's own state, reached through the pool's thread-local once per callable
+    handed in (not once per attribute): whether the thread runs a ``done`` now, and the
+    callable that ``done`` gave it to run next."""
+
+    __slots__ = ("ending", "next")
+
+    def __init__(self) -> None:
+        self.ending = False
+        self.next: tuple[Callable[..., Any], tuple[Any, ...], Done] | None = None
+
+
 Done = Callable[[Any, BaseException | None], None]
 """Called on the pool's thread with a callable's result (or ``None``) and its exception (or
 ``None``), after the thread counts as idle again."""
@@ -110,15 +122,15 @@ class BodyPool:
 
     def call(self, fn: Callable[..., Any], *args: Any, done: Done) -> None:
         """Run ``fn(*args)`` on a pool thread, then ``done(result, exception)`` there."""
-        local = self._local
-        if getattr(local, "ending", False) and local.next is None:
+        serving: _Serving | None = getattr(self._local, "serving", None)
+        if serving is not None and serving.ending and serving.next is None:
             # Called from a ``done`` of this pool (a body ended and starts the next): this
             # thread runs it as soon as ``done`` returns, instead of waking another thread.
             with self._busy_lock:
                 self._busy += 1
                 self._idle_threads -= 1  # this one is not idle after all
                 thread = self._more_threads()
-            local.next = (fn, args, done)
+            serving.next = (fn, args, done)
             if thread is not None:
                 thread.start()
             return
@@ -171,11 +183,10 @@ class BodyPool:
         return task
 
     def _serve(self) -> None:
-        local = self._local
-        local.next = None
+        serving = self._local.serving = _Serving()  # read here as a local, not per task
         try:
             while True:
-                task, local.next = local.next, None
+                task, serving.next = serving.next, None
                 if task is None:
                     task = self._take()
                 if task is None:
@@ -190,12 +201,12 @@ class BodyPool:
                 with self._busy_lock:  # idle until it takes the next callable
                     self._busy -= 1
                     self._idle_threads += 1
-                local.ending = True
+                serving.ending = True
                 try:
                     done(result, error)
                 except Exception:
                     logger.exception("a pool callback raised")
                 finally:
-                    local.ending = False
+                    serving.ending = False
         finally:
             close_thread_connections()

@@ -97,9 +97,10 @@ class ClaimAhead:
             return 0
         return max(0, free + target - waiting)
 
-    def add(self, attempt: Attempt) -> None:
+    def add(self, attempts: list[Attempt]) -> None:
+        """``attempts`` at the end of the line, in order (a claim's, in one lock round)."""
         with self._lock:
-            self._waiting.append(attempt)
+            self._waiting.extend(attempts)
 
     def take(self) -> Attempt | None:
         """The oldest waiting attempt, or ``None``."""

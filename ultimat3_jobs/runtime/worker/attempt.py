@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseRequest
@@ -82,11 +83,15 @@ class Attempt:
         ``cancel`` interrupts the body (an async body's task); timing out and losing the
         attempt call it."""
         with self._lock:
-            if self._settle_taken or self.lost or self.timed_out:
-                return False
-            self.began_at = time.monotonic()
-            self._cancel_body = cancel
-            return True
+            return self._begin(cancel)
+
+    def _begin(self, cancel: Callable[[], object] | None) -> bool:
+        """:meth:`begin`'s decision, under the lock."""
+        if self._settle_taken or self.lost or self.timed_out:
+            return False
+        self.began_at = time.monotonic()
+        self._cancel_body = cancel
+        return True
 
     @property
     def began(self) -> bool:
@@ -110,15 +115,18 @@ class Attempt:
             self.pending_written = threading.Event()
             return True
 
-    def begin_body(self) -> bool:
-        """The body is about to start. True when it was recorded as pending: the record must
-        be cleared first, or a body that kills its process would not count."""
+    def begin_body(self, *, cancel: Callable[[], object] | None = None) -> bool | None:
+        """The body is about to start. ``None`` when it was recorded as pending: the record
+        must be cleared first (or a body that kills its process would not count), then
+        :meth:`begin` decides; else :meth:`begin`'s answer, decided in the same lock round
+        (most bodies: one round, not two)."""
         with self._lock:
             self.body_started = True
-            pending, then, self.on_begin = self.pending_marked, self.on_begin, None
+            then, self.on_begin = self.on_begin, None
+            go = None if self.pending_marked else self._begin(cancel)
         if then is not None:
             then()
-        return pending
+        return go
 
     def set_progress(self, text: str) -> None:
         with self._lock:
@@ -181,38 +189,42 @@ def context_for(job: ClaimedJob, definition: JobDefinition | None) -> JobContext
     return JobContext.for_claimed(job, tenant_id=run_tenant(definition, job.tenant_id))
 
 
-def attempt_for(
-    job: ClaimedJob,
+def attempts_for(
+    jobs: Iterable[ClaimedJob],
     *,
     registry: Registry,
     driver: JobDriver,
     on_progress: Callable[[Attempt, object], None],
     since: float = 0.0,
-) -> Attempt:
-    """A claimed job as an attempt, not started yet: its definition looked up, its context
-    built with its step store bound (durable steps) and its progress reported to the worker."""
-    handle = registry.find(job.name)
-    definition = handle.definition if handle is not None else None
-    ctx = context_for(job, definition)
-    attempt = Attempt(job=job, definition=definition, ctx=ctx, holds_slot=False, lease_from=since)
-    ctx._on_progress = _progress_of(attempt, on_progress)
-    is_async = definition is not None and definition.is_async
-    bind_steps(ctx, driver=driver, claim_token=job.claim_token, is_async=is_async)
-    return attempt
+) -> list[Attempt]:
+    """Claimed jobs as attempts, not started yet: each one's definition looked up (once per
+    name of the batch), its context built with its step store bound (durable steps) and its
+    progress reported to the worker."""
+    definitions: dict[str, JobDefinition | None] = {}
+    attempts: list[Attempt] = []
+    for job in jobs:
+        try:
+            definition = definitions[job.name]
+        except KeyError:
+            handle = registry.find(job.name)
+            definition = definitions[job.name] = handle.definition if handle else None
+        ctx = context_for(job, definition)
+        attempt = Attempt(job, definition, ctx)  # positional: no keywords matched per job
+        attempt.holds_slot, attempt.lease_from = False, since
+        ctx._on_progress = partial(_report, weakref.ref(attempt), on_progress)
+        is_async = definition is not None and definition.is_async
+        bind_steps(ctx, driver=driver, claim_token=job.claim_token, is_async=is_async)
+        attempts.append(attempt)
+    return attempts
 
 
-def _progress_of(
-    attempt: Attempt, on_progress: Callable[[Attempt, object], None]
-) -> Callable[[object], None]:
-    """The context's progress callback: ``on_progress(attempt, value)``, holding the attempt
-    weakly. A strong reference would make a cycle (attempt, its context, the callback) that only
-    the cycle collector frees: a dozen objects per job, and on short jobs the collector's passes
-    over them cost a fifth of a worker's time."""
-    held = weakref.ref(attempt)
-
-    def report(value: object) -> None:
-        attempt = held()
-        if attempt is not None:
-            on_progress(attempt, value)
-
-    return report
+def _report(
+    held: weakref.ref[Attempt], on_progress: Callable[[Attempt, object], None], value: object
+) -> None:
+    """The context's progress callback (bound in a ``partial``): ``on_progress(attempt,
+    value)``, holding the attempt weakly. A strong reference would make a cycle (attempt, its
+    context, the callback) that only the cycle collector frees: a dozen objects per job, and on
+    short jobs the collector's passes over them cost a fifth of a worker's time."""
+    attempt = held()
+    if attempt is not None:
+        on_progress(attempt, value)

@@ -16,7 +16,7 @@ from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
-from ultimat3_jobs.runtime.worker.execute import run_async, run_sync
+from ultimat3_jobs.runtime.worker.execute import run_async, run_sync, task_cancel
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -57,14 +57,19 @@ class Bodies:
         self._on_end(attempt, outcome, error)
 
     def _run_sync(self, attempt: Attempt) -> Outcome:
-        if attempt.begin_body():
+        begun = attempt.begin_body()
+        if begun is None:
             self._clear_pending(attempt)
-        return run_sync(attempt, self._worker_id)
+            begun = attempt.begin()
+        return run_sync(attempt, self._worker_id, begun)
 
     async def _run_async(self, attempt: Attempt) -> Outcome:
-        if attempt.begin_body():
+        cancel = task_cancel()
+        begun = attempt.begin_body(cancel=cancel)
+        if begun is None:
             await asyncio.to_thread(self._clear_pending, attempt, close=True)
-        return await run_async(attempt, worker_id=self._worker_id)
+            begun = attempt.begin(cancel=cancel)
+        return await run_async(attempt, worker_id=self._worker_id, begun=begun)
 
     def _clear_pending(self, attempt: Attempt, *, close: bool = False) -> None:
         """A body recorded as waiting starts: clear the record first (one statement, only on

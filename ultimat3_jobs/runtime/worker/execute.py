@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import traceback
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -131,10 +132,11 @@ def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]
     return None, result
 
 
-def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
+def run_sync(attempt: Attempt, worker_id: str, begun: bool | None = None) -> Outcome:
     """Run a sync body on the calling (pool) thread, in the run's tenant scope and with the
-    thread's database connections checked after it, as Django checks them after a request."""
-    if not attempt.begin():
+    thread's database connections checked after it, as Django checks them after a request.
+    ``begun``: :meth:`Attempt.begin`'s answer when the caller asked it already."""
+    if not (attempt.begin() if begun is None else begun):
         return not_begun(attempt, worker_id=worker_id)
     refused = prepare(attempt)
     if refused is not None:
@@ -150,13 +152,18 @@ def run_sync(attempt: Attempt, worker_id: str) -> Outcome:
     return ended if ended is not None else finish(attempt, result, worker_id=worker_id)
 
 
-async def run_async(attempt: Attempt, *, worker_id: str) -> Outcome:
-    """Run an ``async def`` body on the worker's event loop. Timing out or losing the attempt
-    cancels its task: the body gets ``CancelledError`` at the ``await`` it is in."""
+def task_cancel() -> Callable[[], object] | None:
+    """What cancels the running asyncio task from another thread (``None``: no task)."""
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
-    cancel = None if task is None else partial(loop.call_soon_threadsafe, task.cancel)
-    if not attempt.begin(cancel=cancel):
+    return None if task is None else partial(loop.call_soon_threadsafe, task.cancel)
+
+
+async def run_async(attempt: Attempt, *, worker_id: str, begun: bool | None = None) -> Outcome:
+    """Run an ``async def`` body on the worker's event loop. Timing out or losing the attempt
+    cancels its task: the body gets ``CancelledError`` at the ``await`` it is in. ``begun``:
+    :meth:`Attempt.begin`'s answer (with :func:`task_cancel`) when the caller asked it."""
+    if not (attempt.begin(cancel=task_cancel()) if begun is None else begun):
         return not_begun(attempt, worker_id=worker_id)
     refused = prepare(attempt)
     if refused is not None:

@@ -56,8 +56,13 @@ class HeldThreads:
         if self.count > self.spare:
             self._on_change()
 
-    def returned(self, attempt: Attempt) -> None:
-        """The attempt's body returned (from the thread that ran it)."""
+    def returned(self, attempt: Attempt, *, settling: bool = False) -> None:
+        """The attempt's body returned (from the thread that ran it). ``settling``: that thread
+        won the attempt's settle (``take_settle``), so nothing abandons it any more (an abandon
+        wins the settle first): no lock to take (most bodies)."""
+        if settling:
+            attempt.returned = True
+            return
         with self._lock:
             attempt.returned = True
             if not attempt.abandoned:

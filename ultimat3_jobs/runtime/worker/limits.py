@@ -165,6 +165,8 @@ class LeaseGate:
                 self._driver.reset_connection()
             for (i, requests, cap), grant in zip(asking, grants, strict=True):
                 verdicts[i] = self._answer(attempts[i], requests, cap, grant)
+        if not self.shedding and GONE not in verdicts:  # no count to move (no limited run's)
+            return verdicts
         with self._lock:
             self.gone += verdicts.count(GONE)
             if RUN in verdicts:

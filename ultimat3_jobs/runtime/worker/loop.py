@@ -25,7 +25,7 @@ from ultimat3_jobs.runtime.common.pool import BodyPool, close_thread_connections
 from ultimat3_jobs.runtime.common.store import STORE_ERRORS
 from ultimat3_jobs.runtime.steps.writer import close_writer
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
-from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, attempt_for
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, attempts_for
 from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
@@ -184,8 +184,7 @@ class Worker:
                     self.claim_count += 1
                     self._limits.took(jobs)  # hook: limits (the limiter's rate)
                     gone = self._limits.gone()
-                    for job in jobs:
-                        self._ahead.add(self._track(job, since=looked_at))
+                    self._ahead.add(self._track(jobs, since=looked_at))
                     self._start_waiting()
                     found = self._limits.found(len(jobs), gone)  # hook: limits; shed: not found
                     self._ahead.claiming.end(more=found >= want)  # given their slots
@@ -209,14 +208,13 @@ class Worker:
             code = self._shutdown()
         return code
 
-    def _track(self, job: ClaimedJob, *, since: float) -> Attempt:
-        """A claimed job, leased since ``since``, as an attempt the worker holds, waiting."""
-        attempt = attempt_for(
-            job, registry=self.registry, driver=self.driver, on_progress=self._progress, since=since
-        )
+    def _track(self, jobs: list[ClaimedJob], *, since: float) -> list[Attempt]:
+        """Claimed jobs, leased since ``since``, as attempts the worker holds, waiting."""
+        found = {"registry": self.registry, "driver": self.driver, "on_progress": self._progress}
+        attempts = attempts_for(jobs, since=since, **found)
         with self._lock:
-            self._running[job.id] = attempt
-        return attempt
+            self._running.update({attempt.job.id: attempt for attempt in attempts})
+        return attempts
 
     def _claim_size(self) -> int:
         """The free slots plus what claim-ahead wants (``ahead.py``); none when the settler lags."""
@@ -304,10 +302,11 @@ class Worker:
         assert outcome is not None
         if attempt.began_at is not None:
             self._ahead.body_took(time.monotonic() - attempt.began_at)
-        self.held.returned(attempt)
+        settling = attempt.take_settle()  # else settled on its behalf (timed out, released)
+        self.held.returned(attempt, settling=settling)
         self._limits.ended(attempt)  # hook: limits — its slots wait for its settle
         self._release_slot(attempt, wake=False)
-        if attempt.take_settle():  # else settled on its behalf (timed out past grace, released)
+        if settling:
             self._settler.put(Outcome(attempt, "lost") if attempt.lost else outcome)
         self._start_waiting(leases=False)
         self._nudge()  # after the next attempt took the slot: claim only when few wait
@@ -351,9 +350,9 @@ class Worker:
 
     def _take_handed(self, job: ClaimedJob) -> bool:
         """A wake's job, claimed for this worker (``wake.py``): whether its body started now."""
-        attempt = self._track(job, since=time.monotonic())  # leased just before
+        (attempt,) = self._track([job], since=time.monotonic())  # leased just before
         attempt.on_begin = self._signal.set
-        self._ahead.add(attempt)
+        self._ahead.add([attempt])
         self.claimed.set()
         self._start_waiting(leases=False)
         return attempt.holds_slot or attempt.body_started

@@ -190,6 +190,8 @@ class Settler(threading.Thread):
         attempt = outcome.attempt
         job = attempt.job
         progress = attempt.take_progress()
+        relayed = attempt.riding
+        lent = lent_by(attempt) if relayed else None  # only a relayed run's slot was lent
         if outcome.kind == "completed":
             return SettleItem(
                 job_id=job.id,
@@ -197,8 +199,8 @@ class Settler(threading.Thread):
                 action="complete",
                 result_json=outcome.result_json,
                 progress_json=progress,
-                relayed=attempt.riding,
-                lent_by=lent_by(attempt),
+                relayed=relayed,
+                lent_by=lent,
             )
         decision = after_failure(
             attempt.definition,
@@ -213,16 +215,17 @@ class Settler(threading.Thread):
             progress_json=progress,
             error=error or outcome.error,
             delay_seconds=decision.delay_seconds,
-            relayed=attempt.riding,
-            lent_by=lent_by(attempt),
+            relayed=relayed,
+            lent_by=lent,
         )
 
     def _landed(self, attempt: Attempt, item: SettleItem, landed: bool) -> None:
         """The write of ``item`` is done: run what follows a landed ending, free the attempt."""
         how = "completed" if item.action == "complete" else item.action
         ending = "completed" if item.action == "complete" else ENDINGS[item.action]
-        if landed and ending is not None:
-            self._ended(attempt, ending)
+        hook = attempt.definition.on_settled if attempt.definition else None
+        if landed and ending is not None and hook is not None:
+            self._hooks.submit(run_settled_hook, hook, attempt.ctx, ending)
         if landed and item.action == "retry" and self._on_retry is not None:
             self._on_retry(item.delay_seconds)  # the claim loop looks again when it falls due
         self._on_done(attempt, how)
@@ -309,11 +312,6 @@ class Settler(threading.Thread):
         offer.found(handoff.held)
         granted.update(handoff.granted)
         return handoff.landed
-
-    def _ended(self, attempt: Attempt, ending: Ending) -> None:
-        hook = attempt.definition.on_settled if attempt.definition else None
-        if hook is not None:
-            self._hooks.submit(run_settled_hook, hook, attempt.ctx, ending)
 
     def _write[T](self, write: Callable[[], T]) -> T:
         """Run one settle write, retrying while the database is unreachable: an outcome is
