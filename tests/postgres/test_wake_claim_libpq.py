@@ -29,15 +29,6 @@ CLAIM_CALLS = 60
 
 
 @pytest.fixture
-def driver() -> Iterator[PostgresDriver]:
-    opened = PostgresDriver()
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
 def session() -> Iterator[psycopg.Connection[Any]]:
     params = connection_params("default", "test_wake_claim_libpq")
     params.pop("prepare_threshold", None)

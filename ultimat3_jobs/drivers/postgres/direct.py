@@ -21,7 +21,9 @@ GIL while it waits) under psycopg's connection lock, its few parameter types (UU
 rest as text: psycopg's cursor machinery (a cursor, an adapters map, its generators, its row
 loaders) cost about as much CPU again as the round trip, and these statements answer only
 whether a row came back. A failed statement is raised as psycopg would
-raise it; a parameter of another type takes psycopg's cursor instead.
+raise it; a parameter of another type takes psycopg's cursor instead. The wake's claim
+(``notified.py``) sends its parameters through the same writer (:func:`encoded`, which also
+writes a float and a list of str) and checks its result by the same rule (:func:`answered`).
 
 Django's own cursor is used instead whenever the wrapper would add something: the query log is
 on (``DEBUG``, a test counting queries), an ``execute_wrapper`` hook is installed, the
