@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
+
 UNSTATED = "unstated"
 """The ``threshold`` of an alias whose ``OPTIONS`` name no ``prepare_threshold`` (Django's
 default): the worker's statements are prepared on a direct session, nothing else is."""
@@ -31,3 +33,13 @@ def threshold(request: pytest.FixtureRequest) -> Iterator[int | str | None]:
     options.clear()
     options.update(before)
     connection.close()
+
+
+@pytest.fixture
+def driver() -> Iterator[PostgresDriver]:
+    """A PostgreSQL driver of its own, closed after the test (its listeners with it)."""
+    opened = PostgresDriver()
+    try:
+        yield opened
+    finally:
+        opened.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -47,15 +46,6 @@ class Heard:
     def hand(self, job: ClaimedJob) -> None:
         self.hands.append(job)
         self.any.set()
-
-
-@pytest.fixture
-def driver() -> Iterator[PostgresDriver]:
-    opened = PostgresDriver()
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def _subscribe(driver: PostgresDriver) -> Heard:

@@ -21,7 +21,9 @@ GIL while it waits) under psycopg's connection lock, its few parameter types (UU
 rest as text: psycopg's cursor machinery (a cursor, an adapters map, its generators, its row
 loaders) cost about as much CPU again as the round trip, and these statements answer only
 whether a row came back. A failed statement is raised as psycopg would
-raise it; a parameter of another type takes psycopg's cursor instead.
+raise it; a parameter of another type takes psycopg's cursor instead. The wake's claim
+(``notified.py``) sends its parameters through the same writer (:func:`encoded`, which also
+writes a float and a list of str) and checks its result by the same rule (:func:`answered`).
 
 Django's own cursor is used instead whenever the wrapper would add something: the query log is
 on (``DEBUG``, a test counting queries), an ``execute_wrapper`` hook is installed, the
@@ -37,7 +39,7 @@ from typing import Any
 import psycopg
 from django.db import connections
 from psycopg.errors import error_from_result
-from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus
+from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus, PGconn, PGresult
 
 from ultimat3_jobs.drivers.postgres.bound import asks_prepared
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
@@ -57,15 +59,16 @@ _ANSWERED = frozenset({int(ExecStatus.TUPLES_OK), int(ExecStatus.COMMAND_OK)})
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
-UUID_OID, INT8_OID, UNKNOWN_OID = 2950, 20, 0
-"""The types a parameter is sent with, by its Python type: ``uuid``, ``int8``, and unknown for
-text and NULL (the server types them from the statement, as for psycopg's own str)."""
+UUID_OID, INT8_OID, FLOAT8_OID, TEXT_ARRAY_OID, UNKNOWN_OID = 2950, 20, 701, 1009, 0
+"""The types a parameter is sent with, by its Python type: ``uuid``, ``int8``, ``float8``,
+``text[]`` for a list of str, and unknown for text and NULL (the server types them from the
+statement, as for psycopg's own str)."""
 
 TEXT, BINARY = 0, 1
 """A parameter's format: a uuid goes as its 16 bytes, the rest as text."""
 
 
-def _numbered(sql: str) -> tuple[bytes, tuple[str, ...]]:
+def numbered(sql: str) -> tuple[bytes, tuple[str, ...]]:
     """``sql`` with its ``%(name)s`` placeholders as ``$1, $2...`` (one number per name), and
     the names in that order."""
     names: list[str] = []
@@ -78,7 +81,7 @@ def _numbered(sql: str) -> tuple[bytes, tuple[str, ...]]:
     return _PLACEHOLDER.sub(number, sql).encode(), tuple(names)
 
 
-_NUMBERED = {name: _numbered(STATEMENTS[name]) for name in DIRECT_STATEMENTS}
+_NUMBERED = {name: numbered(STATEMENTS[name]) for name in DIRECT_STATEMENTS}
 
 
 def _plain(connection: Any) -> bool:
@@ -123,6 +126,21 @@ def _through_libpq(raw: psycopg.Connection[Any], statement: str, params: dict[st
     sql, names = _NUMBERED[statement]
     pgconn = raw.pgconn
     encoding = raw.info.encoding
+    sent = encoded(params, names, encoding)
+    if sent is None or pgconn.pipeline_status:
+        return _through_cursor(raw, _SQL[statement], params, prepare=False)
+    values, types, formats = sent
+    with raw.lock:
+        result = pgconn.exec_params(sql, values, types, formats)
+    return answered(result, pgconn, encoding).ntuples
+
+
+def encoded(
+    params: dict[str, Any], names: tuple[str, ...], encoding: str
+) -> tuple[list[bytes | None], list[int], list[int]] | None:
+    """The values of ``params`` named ``names``, in that order, as libpq sends them, with
+    their types and formats; ``None`` when one has a type this module does not write (the
+    caller takes psycopg's cursor then)."""
     values: list[bytes | None] = []
     types: list[int] = []
     formats: list[int] = []
@@ -141,19 +159,35 @@ def _through_libpq(raw: psycopg.Connection[Any], statement: str, params: dict[st
             values.append(b"%d" % value)
             types.append(INT8_OID)
             formats.append(TEXT)
+        elif kind is float:
+            values.append(repr(value).encode())  # round-trips, as float8's input reads it
+            types.append(FLOAT8_OID)
+            formats.append(TEXT)
+        elif kind is list and all(type(item) is str for item in value):
+            values.append(_text_array(value).encode(encoding))
+            types.append(TEXT_ARRAY_OID)
+            formats.append(TEXT)
         elif value is None:
             values.append(None)
             types.append(UNKNOWN_OID)
             formats.append(TEXT)
         else:
-            return _through_cursor(raw, _SQL[statement], params, prepare=False)
-    if pgconn.pipeline_status:
-        return _through_cursor(raw, _SQL[statement], params, prepare=False)
-    with raw.lock:
-        result = pgconn.exec_params(sql, values, types, formats)
+            return None
+    return values, types, formats
+
+
+def _text_array(items: list[str]) -> str:
+    """A text[] literal: every element quoted, its quotes and backslashes escaped."""
+    quoted = (item.replace("\\", "\\\\").replace('"', '\\"') for item in items)
+    return "{" + ",".join(f'"{item}"' for item in quoted) + "}"
+
+
+def answered(result: PGresult, pgconn: PGconn, encoding: str) -> PGresult:
+    """``result`` of a statement that ran; raises as psycopg would raise a failed one (an
+    ``OperationalError`` when the connection is lost, not the statement)."""
     if result.status not in _ANSWERED:
-        if pgconn.status != ConnStatus.OK:  # the connection is lost, not the statement
+        if pgconn.status != ConnStatus.OK:
             message = result.error_field(DIAG_MESSAGE) or result.error_message
             raise psycopg.OperationalError(message.decode(encoding, "replace").strip())
         raise error_from_result(result, encoding=encoding)
-    return result.ntuples
+    return result
