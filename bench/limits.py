@@ -101,13 +101,7 @@ def drain(bench: Bench, n: int, handle: Any) -> Side:
     cpu_before = children_cpu_seconds()
     options = ["--concurrency", str(SLOTS), "--processes", str(PROCESSES), "--log-level", "WARNING"]
     worker = bench.start_worker(*options, name="limits")
-    deadline = time.monotonic() + 60 + n / 100
-    while bench.work_left() or bench.count_jobs().get("completed", 0) < n:
-        if worker.popen.poll() is not None:
-            raise BenchError(f"the worker exited {worker.popen.returncode}")
-        if time.monotonic() > deadline:
-            raise BenchError(f"the drain of {n} jobs did not end")
-        time.sleep(0.05)
+    bench.wait_completed(n, worker, timeout=60 + n / 100, stop=False)
     backend = backends_cpu_seconds(bench)
     bench.workers.remove(worker)
     worker.stop()
