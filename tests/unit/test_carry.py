@@ -6,7 +6,9 @@ import dataclasses
 
 import pytest
 
+from ultimat3_jobs.admin.driver_jobs import worker_rows
 from ultimat3_jobs.carry import carried, carry
+from ultimat3_jobs.drivers.memory import MemoryDriver
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,3 +47,25 @@ def test_another_class_takes_the_fields_it_has_as_class_attributes() -> None:
 def test_a_source_that_is_no_dataclass_is_refused() -> None:
     with pytest.raises(TypeError, match="not a dataclass"):
         carried(object(), Target)
+
+
+def test_an_admin_worker_row_carries_every_column_the_driver_answers() -> None:
+    driver = MemoryDriver()
+    driver.worker_heartbeat(
+        worker_id="w",
+        host="h",
+        pid=1,
+        queues=["q"],
+        slots=2,
+        ttl_seconds=60,
+        limits={"shed": {"job": 3}},
+    )
+    (record,) = driver.worker_list()
+    (row,) = worker_rows(driver).load()
+    assert row.limits == record.limits == {"shed": {"job": 3}}
+    assert (row.id, row.host, row.pid, row.queues, row.slots) == ("w", "h", 1, ["q"], 2)
+    assert (row.demand, row.started_at, row.expires_at) == (
+        record.demand,
+        record.started_at,
+        record.expires_at,
+    )
