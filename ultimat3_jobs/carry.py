@@ -3,15 +3,14 @@
 Layer L1 (core): the standard library only.
 
 A record made from another (a request from a batch's shared columns, a row from a request, an
-admin row from a driver's record) would otherwise spell ``name=source.name`` once per field, at each
-place; :func:`carry` writes that rule once, so a field added to both records flows through.
+admin row from a driver's record) would otherwise spell ``name=source.name`` once per field, at
+each place; :func:`carry` writes that rule once, so a field added to both records flows through.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
-from functools import cache
 from typing import Any
 
 
@@ -28,8 +27,18 @@ def carry[T](target: Callable[..., T], source: object, /, **given: Any) -> T:
     return target(**(carried(source, target) | given))
 
 
-@cache
+_NAMES: dict[tuple[type, Callable[..., Any]], tuple[str, ...]] = {}
+"""The names each (source type, target) pair carries, found once."""
+
+
 def _names(source: type, target: Callable[..., Any]) -> tuple[str, ...]:
+    names = _NAMES.get((source, target))
+    if names is None:
+        names = _NAMES[(source, target)] = _shared_names(source, target)
+    return names
+
+
+def _shared_names(source: type, target: Callable[..., Any]) -> tuple[str, ...]:
     if not is_dataclass(source):
         raise TypeError(f"{source.__qualname__} is not a dataclass")
     if is_dataclass(target):
