@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ultimat3_jobs"
 
 CORE = [
     "frozen",
+    "carry",
     "lazy",
     "values",
     "records",

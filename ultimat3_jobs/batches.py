@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import overload
 
+from ultimat3_jobs.carry import carried
 from ultimat3_jobs.types import EnqueueRequest, OnConflict
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SharedColumns:
-    """What every request of a :class:`RequestBatch` has alike (see ``EnqueueRequest``)."""
+    """What every request of a :class:`RequestBatch` has alike: fields of ``EnqueueRequest``,
+    named as there, that each request takes as they are."""
 
     name: str
     queue: str
@@ -40,7 +42,7 @@ class RequestBatch(Sequence[EnqueueRequest]):
     are built on the first iteration and kept, so a reader that walks the batch more than
     once (the memory and Redis drivers, the outbox) builds each once, as from a list."""
 
-    __slots__ = ("_built", "ids", "inputs", "minted", "shared", "tenants")
+    __slots__ = ("_built", "_columns", "ids", "inputs", "minted", "shared", "tenants")
 
     def __init__(
         self,
@@ -62,6 +64,7 @@ class RequestBatch(Sequence[EnqueueRequest]):
         self.minted = minted
         """The ids were minted for this batch (``new_job_ids``) and it is written once, so no
         row holds one of them: a driver may insert it with no conflict on the id to look for."""
+        self._columns = carried(shared, EnqueueRequest)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -93,20 +96,4 @@ class RequestBatch(Sequence[EnqueueRequest]):
         return iter(self._built)
 
     def _request(self, job_id: uuid.UUID, input_json: str, tenant: str | None) -> EnqueueRequest:
-        shared = self.shared
-        return EnqueueRequest(
-            id=job_id,
-            name=shared.name,
-            queue=shared.queue,
-            input_json=input_json,
-            priority=shared.priority,
-            run_at=shared.run_at,
-            delay_seconds=shared.delay_seconds,
-            idempotency_key=shared.idempotency_key,
-            on_conflict=shared.on_conflict,
-            max_attempts=shared.max_attempts,
-            lease_seconds=shared.lease_seconds,
-            tenant_id=tenant,
-            enqueued_by=shared.enqueued_by,
-            traceparent=shared.traceparent,
-        )
+        return EnqueueRequest(id=job_id, input_json=input_json, tenant_id=tenant, **self._columns)

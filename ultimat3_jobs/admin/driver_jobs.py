@@ -13,12 +13,12 @@ each.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ultimat3_jobs.admin.driver_rows import DriverRows, ListedRows, matches
+from ultimat3_jobs.carry import carry
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX, JobDriver
 from ultimat3_jobs.model.registry import registry
 from ultimat3_jobs.models import Job, JobPause, JobWorker, SchedulerTask
@@ -30,10 +30,6 @@ LIST_FILTERS = {"state": "states", "queue": "queues", "name": "names"}
 """Lookups ``job_list`` takes as a list of exact values."""
 
 
-_ANNOTATIONS = ("error_count", "last_error_class", "last_error_message")
-"""What a changelist row carries beside the job's columns, as the ORM's annotations."""
-
-
 def _job(
     source: JobSummary | JobRecord,
     *,
@@ -42,12 +38,7 @@ def _job(
     last_error_message: str | None,
 ) -> Job:
     """A :class:`Job` with every column ``source`` carries (its state as the column's text)."""
-    columns = {
-        field.name: getattr(source, field.name)
-        for field in dataclasses.fields(source)
-        if field.name != "state" and field.name not in _ANNOTATIONS
-    }
-    job = Job(state=source.state.value, **columns)
+    job = carry(Job, source, state=source.state.value)
     job.error_count = error_count  # type: ignore[attr-defined]
     job.last_error_class = last_error_class  # type: ignore[attr-defined]
     job.last_error_message = last_error_message  # type: ignore[attr-defined]
@@ -148,17 +139,7 @@ def worker_rows(driver: JobDriver) -> ListedRows:
 
     def load() -> list[JobWorker]:
         return [
-            JobWorker(
-                id=worker.id,
-                host=worker.host,
-                pid=worker.pid,
-                queues=list(worker.queues),
-                slots=worker.slots,
-                demand=dict(worker.demand),
-                started_at=worker.started_at,
-                heartbeat_at=worker.heartbeat_at,
-                expires_at=worker.expires_at,
-            )
+            carry(JobWorker, worker, queues=list(worker.queues), demand=dict(worker.demand))
             for worker in driver.worker_list()
         ]
 
@@ -172,13 +153,7 @@ def pause_rows(driver: JobDriver) -> ListedRows:
     def load() -> list[JobPause]:
         rows = []
         for pause in sorted(driver.pause_list(), key=lambda p: (p.scope, p.target)):
-            row = JobPause(
-                scope=pause.scope,
-                target=pause.target,
-                paused_by=pause.paused_by,
-                reason=pause.reason,
-                created_at=pause.created_at,
-            )
+            row = carry(JobPause, pause)
             row.pk = f"{pause.scope}:{pause.target}"
             rows.append(row)
         return rows
@@ -195,13 +170,7 @@ def cron_rows(driver: JobDriver, names: Sequence[str] | None = None) -> ListedRo
         paused = {pause.target for pause in driver.pause_list() if pause.scope == CRON_SCOPE}
         rows = []
         for name in sorted(states):
-            state = states[name]
-            row = SchedulerTask(
-                name=name,
-                watermark=state.watermark,
-                last_fire_at=state.last_fire_at,
-                last_job_id=state.last_job_id,
-            )
+            row = carry(SchedulerTask, states[name], name=name)
             row.is_paused = name in paused  # type: ignore[attr-defined]
             rows.append(row)
         return rows

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ultimat3_jobs.carry import carry
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.backfill_seam import BackfillRun
@@ -57,11 +58,9 @@ def inspect_backfills(*, environment: str | None = None) -> list[BackfillView]:
         state: BackfillState = "completed" if done else (newest.status if newest else "pending")
         applies = declaration.runs_in(here)
         views.append(
-            BackfillView(
-                name=declaration.name,
-                scope=declaration.scope,
-                environments=declaration.environments,
-                requires=declaration.requires,
+            carry(
+                BackfillView,
+                declaration,
                 applies=applies,
                 state=state,
                 pending=applies and state != "completed",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ultimat3_jobs.carry import carry
 from ultimat3_jobs.drivers import get_driver
 from ultimat3_jobs.drivers.base import JOB_PAGE_MAX, JobDriver
 from ultimat3_jobs.model.definitions import JobHandle
@@ -88,22 +89,7 @@ def enqueued_jobs(
         record = driver.job_get(job_id=summary.id)
         if record is None or record.state is not JobState.QUEUED:
             continue
-        found.append(
-            EnqueuedJob(
-                id=record.id,
-                name=record.name,
-                queue=record.queue,
-                input=record.input,
-                priority=record.priority,
-                run_at=record.run_at,
-                tenant=record.tenant_id,
-                idempotency_key=record.idempotency_key,
-                enqueued_by=record.enqueued_by,
-                attempt=record.attempt,
-                max_attempts=record.max_attempts,
-                created_at=record.created_at,
-            )
-        )
+        found.append(carry(EnqueuedJob, record, tenant=record.tenant_id))
     return found
 
 

@@ -17,6 +17,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from ultimat3_jobs.carry import carried
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.errors import WebhookEndpointInvalid, WebhookEndpointNotFound
 from ultimat3_jobs.webhooks.guard import parse_url
@@ -152,18 +153,11 @@ def record(endpoint: WebhookEndpoint, attempt: Attempt) -> bool:
     limit = get_settings().webhook_disable_after_failures
     database = _database()
     with transaction.atomic(using=database):
-        WebhookDelivery.objects.using(database).create(
-            endpoint_id=endpoint.pk,
-            job_id=attempt.job_id,
-            event_id=attempt.event_id,
-            event_type=attempt.event_type,
-            attempt=attempt.attempt,
-            status=attempt.status,
-            response_code=attempt.response_code,
-            duration_ms=attempt.duration_ms,
-            response_excerpt=attempt.response_excerpt[:EXCERPT_LIMIT],
-            error=attempt.error[:ERROR_LIMIT],
-        )
+        columns = carried(attempt, WebhookDelivery) | {
+            "response_excerpt": attempt.response_excerpt[:EXCERPT_LIMIT],
+            "error": attempt.error[:ERROR_LIMIT],
+        }
+        WebhookDelivery.objects.using(database).create(endpoint_id=endpoint.pk, **columns)
         rows = WebhookEndpoint.objects.using(database).filter(pk=endpoint.pk)
         if attempt.status == "succeeded":
             rows.filter(consecutive_failures__gt=0).update(consecutive_failures=0)

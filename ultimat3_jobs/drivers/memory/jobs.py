@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from ultimat3_jobs.carry import carry
 from ultimat3_jobs.drivers.base import (
     RESCUE_BATCH_DEFAULT,
     check_claim_queues,
@@ -296,15 +297,7 @@ class JobStatements(MemoryState):
                 if row is None or row.lease_expires_at is None or row.lease_expires_at >= now:
                     continue
                 self._rescue_row(row, decision, now)
-                rescued.append(
-                    RescuedJob(
-                        id=row.id,
-                        name=row.name,
-                        action=decision.action,
-                        attempt=row.attempt,
-                        tenant_id=row.tenant_id,
-                    )
-                )
+                rescued.append(carry(RescuedJob, row, action=decision.action))
         return rescued
 
     def _rescue_row(self, row: _Row, decision: FailureDecision, now: datetime) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import fields
 from datetime import datetime
-from typing import Any
 
+from ultimat3_jobs.carry import carry
 from ultimat3_jobs.drivers.base import (
     QUEUE_STATS_ROWS,
     JobListQuery,
@@ -34,20 +33,6 @@ from ultimat3_jobs.types import (
 )
 
 
-def _as_stored(record: type, *, but: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The fields of ``record`` that a row holds as they are (same name, no decoding)."""
-    held = {column.name for column in fields(_Row)}
-    return tuple(f.name for f in fields(record) if f.name in held and f.name not in but)
-
-
-_RECORD_AS_STORED = _as_stored(JobRecord, but=("errors",))
-_SUMMARY_AS_STORED = _as_stored(JobSummary)
-
-
-def _copy(row: _Row, columns: tuple[str, ...]) -> dict[str, Any]:
-    return {column: getattr(row, column) for column in columns}
-
-
 class OperatorStatements(MemoryState):
     """What the admin, the command and the operator API read and change."""
 
@@ -56,8 +41,9 @@ class OperatorStatements(MemoryState):
             row = self._rows.get(job_id)
             if row is None:
                 return None
-            return JobRecord(
-                **_copy(row, _RECORD_AS_STORED),
+            return carry(
+                JobRecord,
+                row,
                 input=decode_json(row.input_json),
                 progress=decode_json(row.progress_json),
                 result=decode_json(row.result_json),
@@ -113,8 +99,9 @@ class OperatorStatements(MemoryState):
     @staticmethod
     def _summary(row: _Row) -> JobSummary:
         last = row.errors[-1] if row.errors else {}
-        return JobSummary(
-            **_copy(row, _SUMMARY_AS_STORED),
+        return carry(
+            JobSummary,
+            row,
             error_count=len(row.errors),
             last_error_class=_json_text(last.get("error_class")),
             last_error_message=_json_text(last.get("message")),

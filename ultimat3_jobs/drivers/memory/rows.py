@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ultimat3_jobs.carry import carry
 from ultimat3_jobs.types import ExpiredAttempt, JobState
 
 _COMPACT_MIN_STALE = 1024
@@ -94,11 +95,4 @@ def _truncate(moment: datetime, period: str) -> datetime:
 
 def _expired(row: _Row) -> ExpiredAttempt:
     assert row.claim_token is not None  # a running row holds its claim token
-    return ExpiredAttempt(
-        id=row.id,
-        claim_token=row.claim_token,
-        name=row.name,
-        attempt=row.attempt,
-        max_attempts=row.max_attempts,
-        started=not row.body_pending,
-    )
+    return carry(ExpiredAttempt, row, started=not row.body_pending)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from ultimat3_jobs.carry import carry
 from ultimat3_jobs.drivers.base import QUEUE_DEMAND_ROWS, LeaseHolder
 from ultimat3_jobs.drivers.jsonb import check_jsonb_text as _check_json
 from ultimat3_jobs.drivers.memory.heaps import ClaimHeaps
@@ -105,22 +106,8 @@ class MemoryState(ClaimHeaps):
         else:
             run_at = now + timedelta(seconds=float(request.delay_seconds or 0))
         self._seq += 1
-        row = _Row(
-            id=request.id,
-            name=request.name,
-            queue=request.queue,
-            state=JobState.QUEUED,
-            priority=request.priority,
-            run_at=run_at,
-            input_json=request.input_json,
-            idempotency_key=key,
-            tenant_id=request.tenant_id,
-            enqueued_by=request.enqueued_by,
-            max_attempts=request.max_attempts,
-            lease_seconds=request.lease_seconds,
-            traceparent=request.traceparent,
-            created_at=now,
-            seq=self._seq,
+        row = carry(
+            _Row, request, state=JobState.QUEUED, run_at=run_at, created_at=now, seq=self._seq
         )
         self._rows[row.id] = row
         if key is not None:
@@ -208,18 +195,7 @@ class MemoryState(ClaimHeaps):
     @staticmethod
     def _claimed(row: _Row) -> ClaimedJob:
         assert row.claim_token is not None and row.lease_expires_at is not None
-        return ClaimedJob(
-            id=row.id,
-            name=row.name,
-            queue=row.queue,
-            input=decode_json(row.input_json),
-            attempt=row.attempt,
-            max_attempts=row.max_attempts,
-            claim_token=row.claim_token,
-            priority=row.priority,
-            tenant_id=row.tenant_id,
-            traceparent=row.traceparent,
-        )
+        return carry(ClaimedJob, row, input=decode_json(row.input_json))
 
     def _demand(self, names: Iterable[str], now: datetime) -> dict[str, int]:
         demand: dict[str, int] = {}
