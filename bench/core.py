@@ -35,13 +35,7 @@ from bench.figures import (
     ratio,
 )
 from bench.limits import phase_limits
-from bench.phases import (
-    phase_enqueue,
-    phase_enqueue_many,
-    phase_idle,
-    phase_latency,
-    phase_rss,
-)
+from bench.phases import phase_enqueue, phase_enqueue_many, phase_idle, phase_latency, phase_rss
 from bench.scale import phase_scale
 from bench.steps import phase_steps
 from bench.support import (
@@ -324,8 +318,11 @@ class Bench(BenchDatabase):
         )
         return Drained(jobs=n, span=span, cpu=cpu, xacts=xacts)
 
-    def wait_completed(self, n: int, worker: WorkerProcess, timeout: float) -> None:
-        """Until no job is queued or running (two index probes a poll), then ``n`` completed."""
+    def wait_completed(
+        self, n: int, worker: WorkerProcess, timeout: float, *, stop: bool = True
+    ) -> None:
+        """Until no job is queued or running (two index probes a poll), then ``n`` completed;
+        then stops the worker, unless ``stop`` is false."""
         deadline = time.monotonic() + timeout
         while self.work_left() or self.count_jobs().get("completed", 0) < n:
             if worker.popen.poll() is not None:
@@ -333,7 +330,8 @@ class Bench(BenchDatabase):
             if time.monotonic() > deadline:
                 raise BenchError(f"the drain of {n} jobs did not end in {timeout:.0f} s")
             time.sleep(0.05)
-        worker.stop()
+        if stop:
+            worker.stop()
 
     def db_span(self) -> float:
         """Seconds from the first claim to the last settle, both stamped by the database."""

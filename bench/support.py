@@ -27,8 +27,16 @@ class BenchError(RuntimeError):
     """The run cannot go on (a worker died, a wait timed out, a count came out wrong)."""
 
 
-COMPILED_SOURCES = {"ultimat3_jobs": None, "bench": None, "tests": 0, "tests/testapp": None}
-"""What a worker of the benchmark imports from the tree, and how deep (None: all the way)."""
+COMPILED_SOURCES = {
+    "ultimat3_jobs": None,
+    "bench": None,
+    "tests": 0,
+    "tests/testapp": None,
+    "tests/featureapp": None,
+    "example_project": None,
+}
+"""What a worker of the benchmark imports from the tree, and how deep (None: all the way): the
+settings' apps and the database URL's parser (``example_project.dburl``) included."""
 
 
 def compile_sources() -> None:

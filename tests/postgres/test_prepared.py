@@ -20,6 +20,7 @@ from tests.drivers.support import enqueue
 from tests.postgres.conftest import UNSTATED
 from tests.postgres.pooler import RenamingProxy, proxied
 from tests.postgres.support import terminate_backend
+from ultimat3_jobs.drivers.leases_seam import LeaseRequest, LeaseRun
 from ultimat3_jobs.drivers.postgres.bound import direct_session
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
@@ -39,12 +40,12 @@ def _fresh_connection() -> Iterator[None]:
     connection.close()
 
 
-def _prepared() -> set[str]:
-    """Which of :data:`HOT` this thread's session has prepared."""
+def _prepared(names: tuple[str, ...] = HOT) -> set[str]:
+    """Which of ``names`` this thread's session has prepared."""
     with connection.cursor() as cursor:
         cursor.execute("select statement from pg_prepared_statements")
         texts = [row[0] for row in cursor.fetchall()]
-    return {name for name in HOT if any(STATEMENTS[name].split("\n")[0] in t for t in texts)}
+    return {name for name in names if any(STATEMENTS[name].split("\n")[0] in t for t in texts)}
 
 
 def _backend() -> int:
@@ -154,3 +155,19 @@ def test_ddl_on_the_table_during_a_run_leaves_the_prepared_statements_working() 
             cursor.execute(f"alter table x_jobs drop column {column}")
     _run_hot(driver)
     assert _prepared() == set(HOT)
+
+
+def test_the_lease_grant_of_a_claims_runs_is_prepared_as_the_alias_says(threshold: Any) -> None:
+    """``lease_acquire_many`` runs once per claim of jobs under a declared concurrency and
+    plans in about 0.4 ms (``job_ack_many``: 0.16 ms): a worker statement, prepared with
+    them."""
+    driver = PostgresDriver()
+    for _ in range(2):
+        enqueue(driver)
+    claimed = driver.job_claim(queues=["default"], limit=2, worker_id="w", lease_seconds=60)
+    key = f"job:prepared-{uuid.uuid4().hex[:8]}"
+    runs = [LeaseRun(job.id, job.claim_token, [LeaseRequest(key=key, limit=2)]) for job in claimed]
+    grants = driver.lease_acquire_many(runs=runs)
+    assert [grant.granted for grant in grants] == [True, True]
+    names = ("lease_acquire_many",)
+    assert _prepared(names) == (set(names) if threshold in (UNSTATED, 5) else set())

@@ -1,6 +1,7 @@
 """What the long-running commands do before their loop starts and after it ends: the project's
 own system checks alone (a bad ``ULTIMAT3_JOBS`` still refuses the start; a failing check of
-another app does not), the modules a worker imports (the admin's registrations, not its pages),
+another app does not), the modules a worker imports (the admin's registrations, not its pages;
+under the benchmark's settings no Django Tasks backend, and every one of the tree byte-compiled),
 the worker's garbage collector tuned before its first claim, and a process exit that skips the
 last garbage collections."""
 
@@ -21,6 +22,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
+from bench.support import COMPILED_SOURCES
 from ultimat3_jobs.management.commands import jobs_relay, jobs_scheduler, jobs_worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +129,34 @@ def test_a_worker_registers_the_admin_without_importing_its_pages() -> None:
 BESIDE_ONLY = ("ultimat3_jobs.runtime.relay", "ultimat3_jobs.runtime.scheduler.scheduler")
 
 
+# The same start, answering the files the modules came from.
+FILES_PROBE = IMPORTS_PROBE.replace(
+    "sorted(sys.modules)",
+    "sorted({getattr(m, '__file__', None) or '' for m in [*sys.modules.values()]})",
+)
+
+
+def test_the_benchmark_byte_compiles_every_module_its_workers_import_from_the_tree() -> None:
+    """``compile_sources`` covers each of them (``compileall``'s depth), so that no fresh worker
+    the benchmark times compiles one from source."""
+    files = json.loads(_run(FILES_PROBE, settings="bench.settings").stdout.splitlines()[-1])
+    tree = [Path(file) for file in files if Path(file).is_relative_to(ROOT)]
+    ours = [path for path in tree if not path.relative_to(ROOT).parts[0].startswith(".")]  # venvs
+    assert Path(ROOT, "tests", "featureapp", "models.py") in ours  # the settings' apps are there
+    uncovered = [str(path.relative_to(ROOT)) for path in ours if not _compiled(path)]
+    assert uncovered == []
+
+
+def _compiled(path: Path) -> bool:
+    for name, depth in COMPILED_SOURCES.items():
+        top = Path(ROOT, name)
+        if path.is_relative_to(top) and (
+            depth is None or len(path.relative_to(top).parts) <= depth + 1
+        ):
+            return True
+    return False
+
+
 def test_a_worker_imports_the_relay_and_the_scheduler_only_when_it_runs_them() -> None:
     modules = set(json.loads(_run(IMPORTS_PROBE).stdout.splitlines()[-1]))
     assert "ultimat3_jobs.runtime.process" in modules
@@ -196,8 +226,8 @@ def test_the_worker_freezes_its_start_up_heap_and_collects_the_young_less_often(
     assert done.stdout.split() == ["0", "True", "True", "0"]
 
 
-def _run(script: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
+def _run(script: str, *, settings: str = "tests.settings") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": settings, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,

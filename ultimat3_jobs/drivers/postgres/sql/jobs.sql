@@ -433,24 +433,42 @@ offered as (
     from x_job_leases l
     join $settled d on d.id = l.job_id
     where l.kind = 'concurrency'
+), paired as (
+    -- each freed row beside the next run of its key with the same rank (none: nulls), matched
+    -- by grouping the two lists, once: a join of the two CTEs, which the planner takes for a
+    -- row each, compared every row of one with every row of the other, twice
+    select u.key,
+           (array_agg(u.slot) filter (where u.freeing))[1] as slot,
+           (array_agg(u.job_id) filter (where u.freeing))[1] as owner,
+           (array_agg(u.job_id) filter (where not u.freeing))[1] as job_id,
+           (array_agg(u.token) filter (where not u.freeing))[1] as token,
+           (array_agg(u.lease_expires_at) filter (where not u.freeing))[1] as lease_expires_at,
+           (array_agg(u.lim) filter (where not u.freeing))[1] as lim
+    from (
+        select f.key::text as key, f.rank, true as freeing, f.slot, f.job_id, null::uuid as token,
+               null::timestamptz as lease_expires_at, null::int as lim
+        from freeing f
+        union all
+        select r.key, r.rank, false, null, r.job_id, r.token, r.lease_expires_at, r.lim
+        from next_runs r
+    ) as u
+    group by u.key, u.rank
 ), stamp as (
     select clock_timestamp() as at
 ), handed as (
     update x_job_leases l
-    set job_id = r.job_id, claim_token = r.token, acquired_at = t.at,
-        expires_at = r.lease_expires_at
-    from freeing f
-    join next_runs r on r.key = f.key and r.rank = f.rank and f.slot < r.lim
+    set job_id = p.job_id, claim_token = p.token, acquired_at = t.at,
+        expires_at = p.lease_expires_at
+    from paired p
     cross join stamp t
-    where l.key = f.key and l.slot = f.slot and l.job_id = f.job_id and l.kind = 'concurrency'
+    where p.slot < p.lim
+      and l.key = p.key and l.slot = p.slot and l.job_id = p.owner and l.kind = 'concurrency'
     returning l.job_id
 ), freed as (
     delete from x_job_leases l
-    using freeing f
-    where l.key = f.key and l.slot = f.slot and l.job_id = f.job_id and l.kind = 'concurrency'
-      and not exists (
-          select 1 from next_runs r where r.key = f.key and r.rank = f.rank and f.slot < r.lim
-      )
+    using paired p
+    where p.owner is not null and not coalesce(p.slot < p.lim, false)
+      and l.key = p.key and l.slot = p.slot and l.job_id = p.owner and l.kind = 'concurrency'
 ), {{grants_started(grants=handed)}}
 
 -- fragment: handoff_answer(settled)
