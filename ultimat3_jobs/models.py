@@ -116,7 +116,14 @@ class Job(models.Model):
                 name="x_jobs_lease",
                 condition=Q(state=JobState.RUNNING.value),
             ),
-            models.Index(fields=("name", "state"), name="x_jobs_name_state"),
+            # The operator's reads of finished jobs by name (queue_stats, job_requeue_failed).
+            # Finished rows only: a full index would take an entry at every state change, the
+            # claim's and the enqueue's too (no update of x_jobs is HOT: state is in predicates).
+            models.Index(
+                fields=("name", "state"),
+                name="x_jobs_name_finished",
+                condition=Q(state__in=_FINISHED),
+            ),
             # The purge's delete: one finished state, oldest finish first; no live row in it.
             models.Index(
                 fields=("state", "finished_at"),

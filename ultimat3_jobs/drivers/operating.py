@@ -136,7 +136,7 @@ class OperatorSeam(abc.ABC):
 
         Cost (PostgreSQL): live rows through the partial indexes ``x_jobs_claim`` (index only)
         and ``x_jobs_lease``: the backlog and the work in flight, not the history. Finished
-        rows through ``x_jobs_name_state``: one seek per job name to find the names, then an
+        rows through ``x_jobs_name_finished``: one seek per job name to find the names, then an
         ordered index scan that stops after ``limit`` rows per name and finished state. On a
         table of a million rows and 20 job names: about 20 ms. A very deep backlog (the
         queued count reads every queued index entry) can lift the estimated cost past

@@ -60,7 +60,7 @@ returning id
 -- now, fresh attempts, errors kept). Refuses none: a row whose key a live job holds is skipped
 -- (x_jobs_live_key answers that), and of failed rows sharing a key only the newest is taken, so
 -- the live-key index never sees two. Both rules filter before the limit, so a batch is never
--- spent on skipped rows. The failed rows are found through x_jobs_name_state; the count of those
+-- spent on skipped rows. The failed rows are found through x_jobs_name_finished; the count of those
 -- left is read in the same snapshot, before the update (a statement does not see its own
 -- writes), hence minus the moved. Rows another transaction holds are skipped, not waited for.
 -- One wake per queue that got jobs back.
@@ -104,16 +104,28 @@ select (select count(*) from moved) as moved,
        (select count(*) from failed) - (select count(*) from moved) as remaining,
        (select count(*) from woken) as woken
 
--- fragment: names_loose_scan(table, alias)
--- The job names of $table, one index seek each (a loose scan of an index that leads with the
--- name): the recursive CTE names, whose last row is a null name that its readers skip.
+-- fragment: names_loose_scan(table, alias, kept)
+-- The job names of the rows of $table that $kept keeps, one index seek each (a loose scan of an
+-- index that leads with the name and holds those rows): the recursive CTE names, whose last row
+-- is a null name that its readers skip.
 names (name) as (
-    (select $alias.name from $table $alias order by $alias.name limit 1)
+    (select $alias.name from $table $alias where {{$kept(row=$alias)}} order by $alias.name limit 1)
     union all
-    select (select $alias.name from $table $alias where $alias.name > n.name order by $alias.name limit 1)
+    select (select $alias.name from $table $alias
+            where $alias.name > n.name and {{$kept(row=$alias)}}
+            order by $alias.name limit 1)
     from names n
     where n.name is not null
 )
+
+-- fragment: finished_row(row)
+-- $row (of x_jobs) is finished: the predicate of x_jobs_name_finished, written so that the
+-- planner proves it and reads that index.
+$row.state in ('cancelled', 'completed', 'failed')
+
+-- fragment: any_row(row)
+-- Every row of $row's table counts (names_loose_scan over an index of every row).
+$row.name is not null
 
 -- name: queue_stats
 -- Jobs per queue and state in one statement, cheap at any size of history. Live states read
@@ -122,13 +134,13 @@ names (name) as (
 -- queue's due count, its demand, is 0), with x_jobs_paused for the rows of paused job names,
 -- which the claim index leaves out, and x_jobs_lease
 -- (running); they hold the backlog and the work in flight, not the history. Finished states
--- would be a scan of the whole history, so they go through x_jobs_name_state: a loose scan finds
+-- would be a scan of the whole history, so they go through x_jobs_name_finished: a loose scan finds
 -- the job names (one seek each), then per name and finished state an index scan from
 -- (name, state) on, in index order, stops after limit rows; the rows of that state come first,
 -- so their count is exact below the limit and a lower bound at it. (With "state = ..." and no
 -- order to keep, the planner takes a bitmap scan, which reads every match before the limit.)
 -- The driver sorts the rows.
-with recursive {{names_loose_scan(table=x_jobs, alias=j)}}, queued as (
+with recursive {{names_loose_scan(table=x_jobs, alias=j, kept=finished_row)}}, queued as (
     select j.queue, count(*) as jobs, min(j.run_at) filter (where j.run_at <= now()) as oldest,
            count(*) filter (where j.run_at <= now()) as ready
     from (
@@ -152,7 +164,7 @@ with recursive {{names_loose_scan(table=x_jobs, alias=j)}}, queued as (
         from (
             select j.queue, j.state
             from x_jobs j
-            where j.name = n.name and j.state >= s.state
+            where j.name = n.name and j.state >= s.state and {{finished_row(row=j)}}
             order by j.state
             limit %(limit)s
         ) as r
@@ -178,7 +190,7 @@ group by f.queue, f.state
 -- Counter rows of one period from a bucket on, for an operator's recent view. The unique index
 -- leads with the job name, so a loose scan finds the names (one seek each) and each name reads
 -- only its range of buckets: the cost follows the rows answered, not the counters' history.
-with recursive {{names_loose_scan(table=x_job_counters, alias=c)}}
+with recursive {{names_loose_scan(table=x_job_counters, alias=c, kept=any_row)}}
 select r.name, r.period, r.bucket, r.completed, r.retried, r.dead, r.dropped, r.refused,
        r.cancelled
 from names n
