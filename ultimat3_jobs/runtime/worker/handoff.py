@@ -230,12 +230,13 @@ class HandOffs:
         pairs = set(settling)
         freeing: Counter[str] = Counter()
         for pair in pairs:
-            if not holdings.owns(pair):
+            slot = holdings.owned(pair)
+            if slot is None:
                 continue
-            if (lent := holdings.lent_by(pair)) is not None:
-                offer.lent[pair] = lent
-            rider = holdings.rider(pair)
-            if rider is not None and rider not in pairs and self._find(rider.job.id) is rider:
+            if slot.lent:  # another run used it since: the write tells whether it was held
+                offer.lent[pair] = slot
+            rider = slot.user  # the run on it, when that is another run
+            if rider is not pair and rider not in pairs and self._find(rider.job.id) is rider:
                 offer.riders.append(rider)
                 offer.owner_of[rider] = pair
                 continue
@@ -327,10 +328,9 @@ class HandOffs:
         owners = set(offer.owner_of.values())
         passed: list[Attempt] = []
         for attempt in settling:
-            key = self._holdings.key_of(attempt)
-            owned = attempt not in owners and self._holdings.owns(attempt)
-            if key is not None and owned and passing[key] > 0:
-                passing[key] -= 1
+            slot = self._holdings.owned(attempt) if passing else None
+            if slot is not None and attempt not in owners and passing[slot.key] > 0:
+                passing[slot.key] -= 1
                 passed.append(attempt)
         self._holdings.passed(passed)
         if back:

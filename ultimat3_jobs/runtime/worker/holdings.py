@@ -148,22 +148,20 @@ class Holdings[R: Hashable]:
             slot.closing = True
             return slot.key
 
-    def lent_by(self, pair: R) -> Slot[R] | None:
-        """The slot whose row names ``pair``, when another run used it since (its settle
-        tells whether those runs held it)."""
+    def owned(self, pair: R) -> Slot[R] | None:
+        """The slot whose store row names ``pair`` (its settle frees or passes the row), or
+        ``None``: one look-up where a settle reads the slot's rider and whether it was lent."""
+        if not self._slots:
+            return None
         with self._lock:
             slot = self._slots.get(pair)
-            if slot is None or slot.owner != pair or slot.handed or not slot.lent:
+            if slot is None or slot.owner != pair or slot.handed:
                 return None
             return slot
 
     def owns(self, pair: R) -> bool:
         """Whether the store's row names ``pair`` (its settle frees or passes the row)."""
-        if not self._slots:
-            return False
-        with self._lock:
-            slot = self._slots.get(pair)
-            return slot is not None and slot.owner == pair and not slot.handed
+        return self.owned(pair) is not None
 
     def ended_on(self, pair: R) -> bool:
         """Whether ``pair``'s body ended on a slot that nobody runs on since."""

@@ -135,7 +135,7 @@ class LeaseGate:
                 self._fail(job, definition, exc)
                 verdicts[i] = GONE
                 continue
-            cap = next((r for r in requests if r.kind == "concurrency"), None)
+            cap = requests[0] if requests[0].kind == "concurrency" else None  # asked first
             if cap is not None and self.lend is not None and self.lend(attempt):
                 continue  # an ended run's slot of this worker's: it runs, no statement
             if cap is not None:

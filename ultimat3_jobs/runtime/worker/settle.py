@@ -88,10 +88,9 @@ class Settler(threading.Thread):
         handoffs = self.handoffs
         if handoffs is not None and handoffs.none_held():
             handoffs = None  # no run holds a lease slot (no limited job): none to lend or hold
-        if handoffs is not None and outcome.kind in LENDING:
-            handoffs.lend(outcome.attempt)  # before its settle can be gathered, which passes it
-        self._queue.put(outcome)
-        if handoffs is not None and handoffs.holds(outcome.attempt):
+        lent = handoffs is not None and outcome.kind in LENDING and handoffs.lend(outcome.attempt)
+        self._queue.put(outcome)  # lent before its settle can be gathered, which passes it
+        if handoffs is not None and not lent and handoffs.holds(outcome.attempt):
             with self._holding_lock:
                 self._holding.add(id(outcome))
                 holding = len(self._holding)
