@@ -17,13 +17,10 @@ from typing import Any
 import pytest
 
 from tests.limits import jobs
-from tests.worker.conftest import wait_for
+from tests.worker import test_per_job_work as per_job_work
 from tests.worker.test_per_job_work import CountingLock
 from ultimat3_jobs.drivers import leases_seam
-
-JOBS = 300
-NO_BEATS = {"heartbeat_interval": 60.0, "lease_seconds": 120.0}
-"""No heartbeat during the drain: a beat hashes the running attempts' ids, no per-run work."""
+from ultimat3_jobs.runtime.worker import Worker
 
 
 @pytest.fixture
@@ -47,19 +44,13 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 
 def drain_counted(make_worker: Any, counts: Counter[str]) -> dict[str, float]:
-    """``counts`` per run over a drain of ``JOBS`` capped no-op jobs by 8 slots, heartbeats
-    off; the holdings' lock acquisitions counted as ``holdings lock``."""
-    jobs.capped.enqueue_many([{} for _ in range(JOBS)])
-    running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
-    worker = running.worker
-    holdings = worker._limits.gate.holdings
-    holdings._lock = CountingLock(counts, "holdings lock")
-    before = Counter(counts)
-    running.start()
-    wait_for(lambda: worker.settled_count >= JOBS, what=f"{JOBS} jobs settled")
-    per_run = {what: n / JOBS for what, n in (counts - before).items()}
-    running.stop()
-    return per_run
+    """``counts`` per run over a drain of capped no-op jobs by 8 slots, heartbeats off; the
+    holdings' lock acquisitions counted as ``holdings lock``."""
+
+    def counting(worker: Worker) -> None:
+        worker._limits.gate.holdings._lock = CountingLock(counts, "holdings lock")
+
+    return per_job_work.drain_counted(make_worker, counts, before=counting, handle=jobs.capped)
 
 
 def test_a_capped_no_op_run_hashes_its_ids_a_few_times_and_builds_no_request(
