@@ -53,9 +53,8 @@ class Slot[R: Hashable]:
 
 class Holdings[R: Hashable]:
     """Per key: the slots this worker's runs hold, and how many of them wait for a settle
-    with their user's body ended. The lookups every run makes answer at once while no run
-    holds a slot (jobs without limits): hashing a pair (two UUIDs, each hashed in Python) for
-    a miss cost a no-op job's worker more than its body."""
+    with their user's body ended, keyed by run (``R``, hashed by identity). The lookups every
+    run makes answer at once while no run holds a slot (jobs without limits)."""
 
     def __init__(self) -> None:
         self._slots: dict[R, Slot[R]] = {}
