@@ -126,4 +126,19 @@ def watcher(
     time.sleep(sleep)
 
 
-HANDLES = [one_at_a_time, per_key, per_key_three, exclusive, bad_key, rated, hooked, watcher]
+@job(name="tests.limits.capped", tenant="none", concurrency=64)
+def capped(ctx: Any) -> None:
+    """A no-op under a keyless cap wider than the worker: what a cap alone costs a run."""
+
+
+HANDLES = [
+    one_at_a_time,
+    per_key,
+    per_key_three,
+    exclusive,
+    bad_key,
+    rated,
+    hooked,
+    watcher,
+    capped,
+]

@@ -88,10 +88,17 @@ def handoffs_with(
 
 def ended_on_a_slot(gate: LeaseGate) -> Any:
     """A settling run whose body ended on a slot nobody runs on since."""
-    job = SimpleNamespace(id=uuid.uuid4(), claim_token=uuid.uuid4())
-    gate.holdings.took((job.id, job.claim_token), KEY)
-    gate.holdings.ended((job.id, job.claim_token))
-    return SimpleNamespace(job=job)
+    run = Run(SimpleNamespace(id=uuid.uuid4(), claim_token=uuid.uuid4()))
+    gate.holdings.took(run, KEY)  # the worker's runs are their attempts, hashed by identity
+    gate.holdings.ended(run)
+    return run
+
+
+class Run:
+    """A run as the holdings key it: one object, hashed by identity (as an ``Attempt``)."""
+
+    def __init__(self, job: Any) -> None:
+        self.job = job
 
 
 @dataclass

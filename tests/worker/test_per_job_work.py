@@ -45,11 +45,12 @@ def drain_counted(
     make_worker: Callable[..., Any],
     counts: Counter[str],
     before: Callable[[Worker], None] | None = None,
+    handle: Any = jobs.noop,
 ) -> dict[str, float]:
-    """``counts`` per job over a drain of ``JOBS`` no-op jobs by 8 slots, heartbeats off
-    (``NO_BEATS``); what the enqueue itself counted is left out. ``before`` is handed the
-    worker before it starts."""
-    jobs.noop.enqueue_many([{} for _ in range(JOBS)])
+    """``counts`` per job over a drain of ``JOBS`` no-op jobs (of ``handle``) by 8 slots,
+    heartbeats off (``NO_BEATS``); what the enqueue itself counted is left out. ``before`` is
+    handed the worker before it starts."""
+    handle.enqueue_many([{} for _ in range(JOBS)])
     running = make_worker(concurrency=8, start=False, ack_flush=0.02, **NO_BEATS)
     worker = running.worker
     if before is not None:

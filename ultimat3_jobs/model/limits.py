@@ -108,7 +108,11 @@ def lease_requests(
 ) -> list[LeaseRequest]:
     """What a run must hold before its body starts, in the order to take it: the concurrency
     slot first, so that a rate stamp is spent only by a run that can start. Raises
-    :class:`~ultimat3_jobs.errors.ConcurrencyKeyInvalid` for a key function's bad answer."""
+    :class:`~ultimat3_jobs.errors.ConcurrencyKeyInvalid` for a key function's bad answer.
+    Limits without a key function ask the same of every run: worked out once per declaration."""
+    fixed = _FIXED.get(job_name)
+    if fixed is not None and fixed[0] is concurrency and fixed[1] is rate:
+        return list(fixed[2])
     requests: list[LeaseRequest] = []
     if concurrency is not None:
         requests.append(
@@ -123,4 +127,11 @@ def lease_requests(
                 ttl_seconds=rate.period_seconds,
             )
         )
+    if (concurrency is None or concurrency.key is None) and (rate is None or rate.key is None):
+        _FIXED[job_name] = (concurrency, rate, tuple(requests))
     return requests
+
+
+_FIXED: dict[str, tuple[Concurrency | None, Rate | None, tuple[LeaseRequest, ...]]] = {}
+"""Per job name, the requests of its keyless limits, for the declaration (by identity) they
+were worked out for."""

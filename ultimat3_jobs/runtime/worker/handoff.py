@@ -44,7 +44,7 @@ from ultimat3_jobs.errors import ConcurrencyKeyInvalid
 from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
 from ultimat3_jobs.runtime.worker.attempt import Attempt
-from ultimat3_jobs.runtime.worker.holdings import Holdings, Pair, Slot
+from ultimat3_jobs.runtime.worker.holdings import Holdings, Slot
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
@@ -82,7 +82,7 @@ def handoff_request(attempt: Attempt) -> LeaseRequest | None:
 class Gate(Protocol):
     """The lease gate (``limits.py``) as a hand-off sees it."""
 
-    holdings: Holdings
+    holdings: Holdings[Attempt]
     lend: Callable[[Attempt], bool] | None
     asking: Callable[[], None]
 
@@ -93,13 +93,13 @@ class Gate(Protocol):
 @dataclass(slots=True)
 class Offer:
     """What one flush offers: ``riders``, runs on lent slots whose rows its settle passes to
-    them (``owner_of``: each rider's job id to the run its row names); ``waiting``, runs given
-    rows the flush frees."""
+    them (``owner_of``: each rider to the run its row names); ``waiting``, runs given rows the
+    flush frees."""
 
     riders: list[Attempt] = field(default_factory=list)
-    owner_of: dict[uuid.UUID, Pair] = field(default_factory=dict)
+    owner_of: dict[Attempt, Attempt] = field(default_factory=dict)
     waiting: list[Attempt] = field(default_factory=list)
-    lent: dict[Pair, Slot] = field(default_factory=dict)
+    lent: dict[Attempt, Slot[Attempt]] = field(default_factory=dict)
     """The settling runs whose slots were lent: the write tells whether each row was there."""
 
     @property
@@ -111,24 +111,24 @@ class Offer:
     def found(self, held: set[uuid.UUID]) -> None:
         """The write found the rows of the ``held`` settled runs: each lent slot learns
         whether its row was there."""
-        for (job_id, _), slot in self.lent.items():
-            slot.held = job_id in held
+        for run, slot in self.lent.items():
+            slot.held = run.job.id in held
 
     @property
     def attempts(self) -> list[Attempt]:
         """Every run offered, riders first (they take the rows of their key first)."""
         return [*self.riders, *self.waiting]
 
-    def part(self, owners: set[Pair]) -> Offer:
+    def part(self, owners: set[Attempt]) -> Offer:
         """The riders of the rows that ``owners`` hold, alone."""
-        riders = [a for a in self.riders if self.owner_of[a.job.id] in owners]
+        riders = [a for a in self.riders if self.owner_of[a] in owners]
         lent = {pair: slot for pair, slot in self.lent.items() if pair in owners}
-        return Offer(riders, {a.job.id: self.owner_of[a.job.id] for a in riders}, lent=lent)
+        return Offer(riders, {a: self.owner_of[a] for a in riders}, lent=lent)
 
-    def without(self, owners: set[Pair]) -> Offer:
+    def without(self, owners: set[Attempt]) -> Offer:
         """This offer less the riders of the rows that ``owners`` hold."""
-        riders = [a for a in self.riders if self.owner_of[a.job.id] not in owners]
-        owner_of = {a.job.id: self.owner_of[a.job.id] for a in riders}
+        riders = [a for a in self.riders if self.owner_of[a] not in owners]
+        owner_of = {a: self.owner_of[a] for a in riders}
         lent = {pair: slot for pair, slot in self.lent.items() if pair not in owners}
         return Offer(riders, owner_of, self.waiting, lent)
 
@@ -177,15 +177,14 @@ class HandOffs:
         whether one started."""
         if not self._driver.hands_off_slots:
             return False
-        pair = (attempt.job.id, attempt.job.claim_token)
-        slot = self._holdings.lendable(pair)
+        slot = self._holdings.lendable(attempt)
         if slot is None or not self._fresh(slot):
             return False
         if not self._reserve(1):
             return False
         taken = self._ahead.take_first(slot.key, key_of=_key_of)
         if taken is not None:
-            if self._ride(slot, pair, taken):
+            if self._ride(slot, attempt, taken):
                 self._start(taken)
                 return True
             self._ahead.put_back([taken])
@@ -201,20 +200,20 @@ class HandOffs:
             return False
         return self._ride(slot, slot.user, attempt)
 
-    def _ride(self, slot: Slot, pair: Pair, attempt: Attempt) -> bool:
+    def _ride(self, slot: Slot[Attempt], pair: Attempt, attempt: Attempt) -> bool:
         """``attempt`` uses the slot the run ``pair`` ended on, granted; False when the slot
         is no longer ``pair``'s to lend."""
-        if not self._holdings.lend(slot, pair, (attempt.job.id, attempt.job.claim_token)):
+        if not self._holdings.lend(slot, pair, attempt):
             return False
         attempt.riding = True
         attempt.lent = slot
         self._granted(attempt, None)
         return True
 
-    def _fresh(self, slot: Slot) -> bool:
+    def _fresh(self, slot: Slot[Attempt]) -> bool:
         """Whether the lease of the run the slot's row names is comfortably unexpired."""
-        owner = self._find(slot.owner[0])
-        if owner is None or owner.lost or owner.job.claim_token != slot.owner[1]:
+        owner = slot.owner
+        if owner.lost or self._find(owner.job.id) is not owner:
             return False
         declared = owner.definition.lease_seconds if owner.definition is not None else None
         lease = declared or self._lease_seconds  # as the claim and the heartbeat lease it
@@ -228,20 +227,19 @@ class HandOffs:
         holdings = self._holdings
         if not self._driver.hands_off_slots or holdings.none_held():
             return offer
-        pairs = {(a.job.id, a.job.claim_token) for a in settling}
+        pairs = set(settling)
         freeing: Counter[str] = Counter()
         for pair in pairs:
-            if not holdings.owns(pair):
+            slot = holdings.owned(pair)
+            if slot is None:
                 continue
-            if (lent := holdings.lent_by(pair)) is not None:
-                offer.lent[pair] = lent
-            rider = holdings.rider(pair)
-            if rider is not None and rider not in pairs:
-                found = self._find(rider[0])
-                if found is not None and found.job.claim_token == rider[1]:
-                    offer.riders.append(found)
-                    offer.owner_of[rider[0]] = pair
-                    continue
+            if slot.lent:  # another run used it since: the write tells whether it was held
+                offer.lent[pair] = slot
+            rider = slot.user  # the run on it, when that is another run
+            if rider is not pair and rider not in pairs and self._find(rider.job.id) is rider:
+                offer.riders.append(rider)
+                offer.owner_of[rider] = pair
+                continue
             key = holdings.close(pair)  # lent no more: this settle frees or hands it on
             if key is not None:
                 freeing[key] += 1
@@ -280,7 +278,7 @@ class HandOffs:
     def holds(self, attempt: Attempt) -> bool:
         """Whether the attempt's body ended on a slot nobody runs on since (its settle frees
         or hands the slot on)."""
-        return self._holdings.ended_on((attempt.job.id, attempt.job.claim_token))
+        return self._holdings.ended_on(attempt)
 
     def all_in(self, holding: int) -> bool:
         """Whether a flush that gathered ``holding`` slot-holding endings has every slot this
@@ -306,7 +304,7 @@ class HandOffs:
         freed), the others go back in line."""
         for rider in offer.riders:
             if rider.job.id in granted:
-                self._holdings.moved(offer.owner_of[rider.job.id], _pair(rider))
+                self._holdings.moved(offer.owner_of[rider], rider)
                 rider.riding = False
                 rider.lent = None
             else:
@@ -328,14 +326,12 @@ class HandOffs:
             else:
                 back.append(attempt)
         owners = set(offer.owner_of.values())
-        passed: list[tuple[uuid.UUID, uuid.UUID]] = []
+        passed: list[Attempt] = []
         for attempt in settling:
-            pair = (attempt.job.id, attempt.job.claim_token)
-            key = self._holdings.key_of(pair)
-            owned = pair not in owners and self._holdings.owns(pair)
-            if key is not None and owned and passing[key] > 0:
-                passing[key] -= 1
-                passed.append(pair)
+            slot = self._holdings.owned(attempt) if passing else None
+            if slot is not None and attempt not in owners and passing[slot.key] > 0:
+                passing[slot.key] -= 1
+                passed.append(attempt)
         self._holdings.passed(passed)
         if back:
             self._reserve(-len(back))
@@ -350,11 +346,7 @@ def lent_by(attempt: Attempt) -> uuid.UUID | None:
     slot = attempt.lent
     if slot is None or not attempt.riding or slot.held:
         return None
-    return slot.owner[0]
-
-
-def _pair(attempt: Attempt) -> Pair:
-    return (attempt.job.id, attempt.job.claim_token)
+    return slot.owner.job.id
 
 
 def _key_of(attempt: Attempt) -> str | None:

@@ -24,16 +24,16 @@ runs' settles (``parked``) rather than go back to the queue:
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-Pair = tuple[uuid.UUID, uuid.UUID]
-"""A run: its job id and claim token."""
+# A run is ``R``: the worker's one object for it, its ``Attempt``, hashed by identity without a
+# Python call (a pair of its job id and claim token, two ``uuid.UUID`` hashed in Python, cost a
+# capped job's worker about 35 such calls per run).
 
 
 @dataclass(eq=False, slots=True)
-class Slot:
+class Slot[R: Hashable]:
     """One row of the store this worker's runs hold: ``owner``, the run the row names;
     ``user``, the run on it now; ``ended``: the user's body ended; ``handed``: a settle passed
     the row to a run that holds it as a slot of its own (:meth:`Holdings.passed`); ``closing``:
@@ -42,8 +42,8 @@ class Slot:
     the row (``None`` until it is written): the runs it was lent to held a slot only if so."""
 
     key: str
-    owner: Pair
-    user: Pair
+    owner: R
+    user: R
     ended: bool = False
     handed: bool = False
     closing: bool = False
@@ -51,18 +51,17 @@ class Slot:
     held: bool | None = None
 
 
-class Holdings:
+class Holdings[R: Hashable]:
     """Per key: the slots this worker's runs hold, and how many of them wait for a settle
-    with their user's body ended. The lookups every run makes answer at once while no run
-    holds a slot (jobs without limits): hashing a pair (two UUIDs, each hashed in Python) for
-    a miss cost a no-op job's worker more than its body."""
+    with their user's body ended, keyed by run (``R``, hashed by identity). The lookups every
+    run makes answer at once while no run holds a slot (jobs without limits)."""
 
     def __init__(self) -> None:
-        self._slots: dict[Pair, Slot] = {}
+        self._slots: dict[R, Slot[R]] = {}
         self._held: dict[str, int] = {}
         self._settling: dict[str, int] = {}
         self._full: set[str] = set()
-        self._idle: dict[str, dict[Slot, None]] = {}  # per key, its slots whose user ended
+        self._idle: dict[str, dict[Slot[R], None]] = {}  # per key, its slots whose user ended
         self.freed = 0
         """How many slots this worker's runs let go so far."""
         self.total = 0
@@ -78,7 +77,7 @@ class Holdings:
         """Whether no run holds or rides a slot (a snapshot, read without the lock)."""
         return not self._slots
 
-    def took(self, pair: Pair, key: str) -> None:
+    def took(self, pair: R, key: str) -> None:
         """The run ``pair`` was granted a slot of ``key``."""
         with self._lock:
             if pair in self._slots:
@@ -87,13 +86,13 @@ class Holdings:
             self._held[key] = self._held.get(key, 0) + 1
             self.total += 1
 
-    def key_of(self, pair: Pair) -> str | None:
+    def key_of(self, pair: R) -> str | None:
         """The key of the slot the run ``pair`` holds or runs on, or ``None``."""
         with self._lock:
             slot = self._slots.get(pair)
             return None if slot is None else slot.key
 
-    def ended(self, pair: Pair) -> None:
+    def ended(self, pair: R) -> None:
         """The run's body ended: its slot is freed (or lent) by its settle, on its way."""
         if not self._slots:
             return
@@ -103,7 +102,7 @@ class Holdings:
                 return
             self._end(slot)
 
-    def lendable(self, pair: Pair) -> Slot | None:
+    def lendable(self, pair: R) -> Slot[R] | None:
         """The slot the run ``pair`` ended on, when it can be lent (its body ended on it)."""
         if not self._slots:
             return None
@@ -113,7 +112,7 @@ class Holdings:
                 return None
             return None if slot.closing else slot
 
-    def lend(self, slot: Slot, pair: Pair, to: Pair) -> bool:
+    def lend(self, slot: Slot[R], pair: R, to: R) -> bool:
         """The slot that ``pair`` ended on is used by the run ``to`` now; False when it is no
         longer ``pair``'s to lend."""
         with self._lock:
@@ -129,7 +128,7 @@ class Holdings:
                 del self._slots[pair]  # it rode the slot: the row never named it
             return True
 
-    def rider(self, pair: Pair) -> Pair | None:
+    def rider(self, pair: R) -> R | None:
         """The run on the slot whose row names ``pair``, when that is another run."""
         with self._lock:
             slot = self._slots.get(pair)
@@ -137,7 +136,7 @@ class Holdings:
                 return None
             return slot.user
 
-    def close(self, pair: Pair) -> str | None:
+    def close(self, pair: R) -> str | None:
         """The settle of ``pair`` is being written: when the store's row names it and nobody
         runs on its slot, the slot is lent no more (the settle frees the row or hands it to a
         run offered it). Answers the slot's key then, else ``None``."""
@@ -148,24 +147,22 @@ class Holdings:
             slot.closing = True
             return slot.key
 
-    def lent_by(self, pair: Pair) -> Slot | None:
-        """The slot whose row names ``pair``, when another run used it since (its settle
-        tells whether those runs held it)."""
+    def owned(self, pair: R) -> Slot[R] | None:
+        """The slot whose store row names ``pair`` (its settle frees or passes the row), or
+        ``None``: one look-up where a settle reads the slot's rider and whether it was lent."""
+        if not self._slots:
+            return None
         with self._lock:
             slot = self._slots.get(pair)
-            if slot is None or slot.owner != pair or slot.handed or not slot.lent:
+            if slot is None or slot.owner != pair or slot.handed:
                 return None
             return slot
 
-    def owns(self, pair: Pair) -> bool:
+    def owns(self, pair: R) -> bool:
         """Whether the store's row names ``pair`` (its settle frees or passes the row)."""
-        if not self._slots:
-            return False
-        with self._lock:
-            slot = self._slots.get(pair)
-            return slot is not None and slot.owner == pair and not slot.handed
+        return self.owned(pair) is not None
 
-    def ended_on(self, pair: Pair) -> bool:
+    def ended_on(self, pair: R) -> bool:
         """Whether ``pair``'s body ended on a slot that nobody runs on since."""
         if not self._slots:
             return False
@@ -173,7 +170,7 @@ class Holdings:
             slot = self._slots.get(pair)
             return slot is not None and slot.user == pair and slot.ended
 
-    def moved(self, owner: Pair, rider: Pair) -> None:
+    def moved(self, owner: R, rider: R) -> None:
         """A settle passed the row named ``owner`` to ``rider``, which owns it now. The slot
         may have been lent on by ``rider`` meanwhile: its own settle passes the row on."""
         with self._lock:
@@ -183,7 +180,7 @@ class Holdings:
                 slot.held = None  # the row names the rider now: its own settle tells
                 self._slots[rider] = slot
 
-    def passed(self, pairs: list[Pair]) -> None:
+    def passed(self, pairs: list[R]) -> None:
         """The settle of the runs ``pairs`` handed their slots to next runs, which hold them
         as their own: their :meth:`gone` frees nothing."""
         with self._lock:
@@ -192,7 +189,7 @@ class Holdings:
                 if slot is not None and slot.owner == pair:
                     slot.handed = True
 
-    def gone(self, pair: Pair) -> str | None:
+    def gone(self, pair: R) -> str | None:
         """The run is over (settled, abandoned, lost): the key of the slot it freed, or
         ``None`` when it freed none (it held none, handed its row on, or rode one)."""
         if not self._slots:
@@ -221,13 +218,13 @@ class Holdings:
             self.freed += 1
             return slot.key
 
-    def _end(self, slot: Slot) -> None:
+    def _end(self, slot: Slot[R]) -> None:
         slot.ended = True
         self._settling[slot.key] = self._settling.get(slot.key, 0) + 1
         self._idle.setdefault(slot.key, {})[slot] = None
         self.ending += 1
 
-    def _unend(self, slot: Slot) -> None:
+    def _unend(self, slot: Slot[R]) -> None:
         slot.ended = False
         self.ending -= 1
         self._settling[slot.key] -= 1
@@ -238,7 +235,7 @@ class Holdings:
         if not idle:
             del self._idle[slot.key]
 
-    def idle(self, key: str) -> Slot | None:
+    def idle(self, key: str) -> Slot[R] | None:
         """A slot of ``key`` whose user's body ended and that can be lent, or ``None``."""
         with self._lock:
             for slot in self._idle.get(key, ()):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
@@ -103,8 +102,8 @@ class LeaseGate:
         self._on_shed = on_shed
         self._slots = slots
         self._pacer = ShedPacer()
-        self.holdings = Holdings()
-        self._held: set[tuple[uuid.UUID, uuid.UUID]] = set()
+        self.holdings: Holdings[Attempt] = Holdings()
+        self._held: set[Attempt] = set()  # the runs granted leases, by identity
         self._lock = threading.Lock()
         self.shed = 0
         self.refused = 0
@@ -136,7 +135,7 @@ class LeaseGate:
                 self._fail(job, definition, exc)
                 verdicts[i] = GONE
                 continue
-            cap = next((r for r in requests if r.kind == "concurrency"), None)
+            cap = requests[0] if requests[0].kind == "concurrency" else None  # asked first
             if cap is not None and self.lend is not None and self.lend(attempt):
                 continue  # an ended run's slot of this worker's: it runs, no statement
             if cap is not None:
@@ -213,34 +212,33 @@ class LeaseGate:
 
     def granted(self, attempt: Attempt, key: str | None) -> None:
         """The run holds its leases now (a slot of ``key`` among them, when given)."""
-        pair = (attempt.job.id, attempt.job.claim_token)
         with self._lock:
-            self._held.add(pair)
+            self._held.add(attempt)
             self.shedding = False
         if key is not None:
-            self.holdings.took(pair, key)
+            self.holdings.took(attempt, key)
 
     def ended(self, attempt: Attempt) -> None:  # its slots stay held until its settle lands
-        self.holdings.ended((attempt.job.id, attempt.job.claim_token))
+        self.holdings.ended(attempt)
 
     def done(self, attempt: Attempt) -> bool:
         """The attempt is over (settled, lost, suspended): a granted run whose body never
         started abandons its slots. Answers whether a concurrency slot of this worker's came
         free (runs parked for it may try again)."""
-        if not self._held and self.holdings.none_held():  # no limits: no pair to hash
+        if not self._held and self.holdings.none_held():  # no limits: nothing to look up
             return False
-        pair = (attempt.job.id, attempt.job.claim_token)
-        freed = self.holdings.gone(pair) is not None
+        freed = self.holdings.gone(attempt) is not None
         with self._lock:
-            if pair not in self._held:
+            if attempt not in self._held:
                 return freed
-            self._held.discard(pair)
+            self._held.discard(attempt)
         if attempt.began:
             return freed  # the settle or the rescue statement freed its slots
+        job = attempt.job
         try:
-            self._driver.lease_abandon(job_id=pair[0], claim_token=pair[1])
+            self._driver.lease_abandon(job_id=job.id, claim_token=job.claim_token)
         except STORE_ERRORS as exc:
-            logger.warning("jobs.lease.abandon_failed: %s: %s; it expires", pair[0], exc)
+            logger.warning("jobs.lease.abandon_failed: %s: %s; it expires", job.id, exc)
             self._driver.reset_connection()
         return freed
 

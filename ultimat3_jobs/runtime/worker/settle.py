@@ -88,10 +88,9 @@ class Settler(threading.Thread):
         handoffs = self.handoffs
         if handoffs is not None and handoffs.none_held():
             handoffs = None  # no run holds a lease slot (no limited job): none to lend or hold
-        if handoffs is not None and outcome.kind in LENDING:
-            handoffs.lend(outcome.attempt)  # before its settle can be gathered, which passes it
-        self._queue.put(outcome)
-        if handoffs is not None and handoffs.holds(outcome.attempt):
+        lent = handoffs is not None and outcome.kind in LENDING and handoffs.lend(outcome.attempt)
+        self._queue.put(outcome)  # lent before its settle can be gathered, which passes it
+        if handoffs is not None and not lent and handoffs.holds(outcome.attempt):
             with self._holding_lock:
                 self._holding.add(id(outcome))
                 holding = len(self._holding)
@@ -173,7 +172,7 @@ class Settler(threading.Thread):
         landed, refused = self._write_many(endings, offer, granted)
         every = len(landed) == len(endings)  # each landed: no id is hashed per ending
         # The riders of a refused run's row wait for its ending written again, which passes it.
-        waiting = {_pair(o.attempt) for o, item in endings if refused and item.job_id in refused}
+        waiting = {o.attempt for o, item in endings if refused and item.job_id in refused}
         if handoffs and offer.attempts:
             handoffs.handed(settling, offer.without(waiting), granted)  # before they are done
         for outcome, item in endings:
@@ -183,7 +182,7 @@ class Settler(threading.Thread):
         for outcome, item in endings:
             exc = refused.get(item.job_id) if refused else None
             if exc is not None:
-                self._settle_refused(outcome, item, exc, offer.part({_pair(outcome.attempt)}))
+                self._settle_refused(outcome, item, exc, offer.part({outcome.attempt}))
 
     def _item(self, outcome: Outcome, error: AttemptError | None = None) -> SettleItem:
         """The write of one ending: an ack, or the nack the job's failure policy decides."""
@@ -326,15 +325,11 @@ class Settler(threading.Thread):
                 time.sleep(RETRY_WRITE_SECONDS)
 
 
-def _pair(attempt: Attempt) -> tuple[uuid.UUID, uuid.UUID]:
-    return (attempt.job.id, attempt.job.claim_token)
-
-
 def _part(offer: Offer | None, endings: list[tuple[Outcome, SettleItem]]) -> Offer | None:
     """The riders of the rows that ``endings``' runs hold, alone."""
     if offer is None or not (offer.riders or offer.lent):
         return None
-    return offer.part({_pair(o.attempt) for o, _ in endings})
+    return offer.part({o.attempt for o, _ in endings})
 
 
 def run_settled_hook(hook: Callable[..., object], ctx: JobContext, ending: Ending) -> None:
