@@ -183,6 +183,7 @@ COUNTED_CALLS = {
     "release slot": (Worker, "_release_slot"),
     "free slots": (Worker, "_free_slots"),
     "waiting count": (ClaimAhead, "__len__"),
+    "take progress": (Attempt, "take_progress"),
 }
 
 
@@ -210,9 +211,10 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
     """Before: per job, ``lend`` once and ``holds`` about twice with no limited job anywhere,
     ``_reserve`` about three times (an empty second pass of ``_start_waiting`` after each
     start), the ``None`` result encoded, the ``TENANT_CONTEXT`` setting looked up, and two
-    timestamps decoded from the claim's row that the worker never reads."""
+    timestamps decoded from the claim's row that the worker never reads; and the settle
+    asking each attempt for a progress none of them left."""
     per_job = drain_counted(make_worker, calls)
-    skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook")
+    skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook", "take progress")
     assert all(per_job.get(what, 0) < 0.05 for what in skipped), per_job
     assert per_job.get("reserve", 0) <= 1.5, per_job
 
