@@ -28,6 +28,7 @@ from ultimat3_jobs.model import signature, tenancy
 from ultimat3_jobs.model.context import CancelEvent, JobContext, current_job, current_tenant
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.runtime.worker import Worker, settle
+from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
 from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.handoff import HandOffs
 from ultimat3_jobs.runtime.worker.holdings import Holdings
@@ -103,6 +104,13 @@ def test_a_no_op_job_hashes_its_ids_a_few_times_and_builds_no_condition(
     assert per_job.get("condition", 0) < 0.2, per_job
 
 
+def test_a_no_op_job_hashes_its_id_once(make_worker, counted: Counter[str]) -> None:
+    """Before: three times, the worker's attempts keyed by the id (put, then popped); now by
+    the id's ``int``, hashed in C: once, where the settle's answer is read."""
+    per_job = drain_counted(make_worker, counted)
+    assert per_job.get("uuid hash", 0) <= 1.2, per_job
+
+
 def test_holdings_hash_no_pair_while_no_run_holds_a_slot(counted: Counter[str]) -> None:
     holdings = Holdings()
     pair = (uuid.uuid4(), uuid.uuid4())
@@ -173,6 +181,10 @@ COUNTED_CALLS = {
     "context init": (JobContext, "__init__"),
     "signature compiled": (signature, "_compiled"),
     "lent_by": (settle, "lent_by"),
+    "release slot": (Worker, "_release_slot"),
+    "free slots": (Worker, "_free_slots"),
+    "waiting count": (ClaimAhead, "__len__"),
+    "take progress": (Attempt, "take_progress"),
 }
 
 
@@ -200,9 +212,10 @@ def test_a_no_op_job_skips_the_work_only_limits_results_and_hooks_need(
     """Before: per job, ``lend`` once and ``holds`` about twice with no limited job anywhere,
     ``_reserve`` about three times (an empty second pass of ``_start_waiting`` after each
     start), the ``None`` result encoded, the ``TENANT_CONTEXT`` setting looked up, and two
-    timestamps decoded from the claim's row that the worker never reads."""
+    timestamps decoded from the claim's row that the worker never reads; and the settle
+    asking each attempt for a progress none of them left."""
     per_job = drain_counted(make_worker, calls)
-    skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook")
+    skipped = ("lend", "holds", "encode_stored", "tz_load", "tenant hook", "take progress")
     assert all(per_job.get(what, 0) < 0.05 for what in skipped), per_job
     assert per_job.get("reserve", 0) <= 1.5, per_job
 
@@ -252,6 +265,18 @@ def test_a_claimed_jobs_context_is_the_one_the_dataclass_builds(
     expected.cancelled = built.cancelled  # an event equals only itself
     assert [getattr(built, n) for n in names] == [getattr(expected, n) for n in names]
     assert built == expected and repr(built) == repr(expected)
+
+
+def test_a_no_op_job_counts_the_loops_slots_once_per_question(
+    make_worker, calls: Counter[str]
+) -> None:
+    """Before: per job, the slot released twice (the settle's call finding it freed by the
+    body's thread already), the free slots counted twice per nudge, and the waiting count
+    asked through ``len(self)`` in both ``behind`` and ``wanted``."""
+    per_job = drain_counted(make_worker, calls)
+    assert per_job.get("release slot", 0) <= 1.05, per_job
+    assert per_job.get("free slots", 0) <= 0.5, per_job
+    assert per_job.get("waiting count", 0) <= 1.5, per_job
 
 
 @pytest.fixture

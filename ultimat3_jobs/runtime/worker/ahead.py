@@ -57,7 +57,7 @@ class ClaimAhead:
         """Whether the settler lags: of the ``held`` attempts, at least ``settle_backlog`` wait
         for their ack (:attr:`held_back`: the loop claims once a settle lands); never while
         the settler asked for a claim (``inflight.py``)."""
-        self.held_back = held - len(self) >= self.settle_backlog
+        self.held_back = held - len(self._waiting) - len(self._parked) >= self.settle_backlog
         return self.held_back and not self.claiming.asked
 
     def parked(self) -> int:
@@ -92,7 +92,7 @@ class ClaimAhead:
         run as its settle lands (``handoff.py``), so as many more wait beyond the target."""
         target = self.target()
         target += held if target else 0
-        waiting = len(self)
+        waiting = len(self._waiting) + len(self._parked)  # ``len(self)``, without its call
         if free <= 0 and waiting * 2 >= target:
             return 0
         return max(0, free + target - waiting)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from functools import partial
 from typing import Any
 
@@ -69,7 +68,7 @@ class Worker:
         self.started_count = 0
         self.claim_count = 0
         self.exit_reason = ""
-        self._running: dict[uuid.UUID, Attempt] = {}
+        self._running: dict[int, Attempt] = {}  # by ``job.id.int``: no ``UUID.__hash__`` call
         self._slots_used = 0
         self._lock = threading.Lock()
         self._signal = threading.Event()
@@ -101,7 +100,7 @@ class Worker:
             reserve=self._reserve,
             start=self._start,
             wake=self._signal.set,
-            find=self._running.get,
+            find=lambda job_id: self._running.get(job_id.int),
             lease_seconds=config.lease_seconds,
         )
         self._maintenance = Maintenance(
@@ -213,12 +212,12 @@ class Worker:
         found = {"registry": self.registry, "driver": self.driver, "on_progress": self._progress}
         attempts = attempts_for(jobs, since=since, **found)
         with self._lock:
-            self._running.update({attempt.job.id: attempt for attempt in attempts})
+            self._running.update({attempt.job.id.int: attempt for attempt in attempts})
         return attempts
 
-    def _claim_size(self) -> int:
-        """The free slots plus what claim-ahead wants (``ahead.py``); none when the settler lags."""
-        free = self._free_slots() - self._ahead.parked()  # parked runs take slots soon
+    def _claim_size(self, free: int | None = None) -> int:
+        """``free`` (else the free slots) plus what claim-ahead wants; none if the settler lags."""
+        free = (self._free_slots() if free is None else free) - self._ahead.parked()
         with self._lock:
             if self._ahead.behind(len(self._running)):
                 return 0
@@ -243,7 +242,7 @@ class Worker:
                 self._reserve(-1)
                 if verdict == "gone":  # shed, refused or failed by the gate: not ours now
                     with self._lock:
-                        self._running.pop(attempt.job.id, None)
+                        self._running.pop(attempt.job.id.int, None)
                     attempt.take_settle()
                 else:
                     self._ahead.park(attempt)  # until one of this worker's own settles lands
@@ -290,7 +289,7 @@ class Worker:
         """Wake the loop only when its next pass has work, never once per ending (measured)."""
         if self._signal.is_set():  # already woken (about 4 nudges in 10): nothing to size
             return
-        work = self._claim_size() > 0 or (len(self._ahead) > 0 and self._free_slots() > 0)
+        work = self._claim_size(free := self._free_slots()) > 0 or (free and len(self._ahead) > 0)
         if work or not self._accepting or self.config.max_jobs is not None:
             self._signal.set()
 
@@ -315,9 +314,10 @@ class Worker:
         """The settler wrote (or skipped) this attempt's ending: forget it (no nudge here)."""
         if self._limits.done(attempt) and self._ahead.unpark():  # hook: limits; parked runs retry
             self._signal.set()
-        self._release_slot(attempt)
+        if attempt.holds_slot:  # most: freed by its body's thread already (no call)
+            self._release_slot(attempt)
         with self._lock:
-            self._running.pop(attempt.job.id, None)
+            self._running.pop(attempt.job.id.int, None)
             self.settled_count += 1
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
@@ -395,5 +395,5 @@ class Worker:
         taken, released = release(self.driver, attempts)
         with self._lock:
             for attempt in taken:
-                self._running.pop(attempt.job.id, None)
+                self._running.pop(attempt.job.id.int, None)
         return released

@@ -188,7 +188,7 @@ class Settler(threading.Thread):
         """The write of one ending: an ack, or the nack the job's failure policy decides."""
         attempt = outcome.attempt
         job = attempt.job
-        progress = attempt.take_progress()
+        progress = None if attempt.pending_progress is None else attempt.take_progress()
         relayed = attempt.riding
         lent = lent_by(attempt) if relayed else None  # only a relayed run's slot was lent
         if outcome.kind == "completed":
