@@ -8,7 +8,7 @@ name, the import path callers use.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -119,6 +119,18 @@ class CounterTotal(SettleCounts):
     """A job name's settle counts summed over every bucket of every period."""
 
     name: str
+
+    @classmethod
+    def by_name(cls, counts: Iterable[tuple[str, Mapping[str, int]]]) -> list[CounterTotal]:
+        """``counts``, pairs of a job name and its counts by outcome (one per counter row),
+        summed per name, in name order: ``counter_total`` over every row, or a window's
+        totals."""
+        totals: dict[str, dict[str, int]] = {}
+        for name, row in counts:
+            total = totals.setdefault(name, dict.fromkeys(COUNTER_OUTCOMES, 0))
+            for outcome in COUNTER_OUTCOMES:
+                total[outcome] += row[outcome]
+        return [cls(name=name, **totals[name]) for name in sorted(totals)]
 
 
 @dataclass(frozen=True, slots=True)

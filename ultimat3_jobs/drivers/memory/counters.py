@@ -47,13 +47,10 @@ class CounterStatements(MemoryState):
             return folded
 
     def counter_total(self) -> list[CounterTotal]:
-        totals: dict[str, dict[str, int]] = {}
         with self._lock:
-            for (name, _period, _bucket), counts in self._counters.items():
-                total = totals.setdefault(name, dict.fromkeys(COUNTER_OUTCOMES, 0))
-                for column in COUNTER_OUTCOMES:
-                    total[column] += counts[column]
-        return [CounterTotal(name=name, **totals[name]) for name in sorted(totals)]
+            return CounterTotal.by_name(
+                (name, counts) for (name, _, _), counts in self._counters.items()
+            )
 
     def counter_snapshot(self) -> dict[CounterKey, dict[str, int]]:
         """The settle counters as ``{(name, period, bucket): {column: count}}``, one entry per

@@ -191,9 +191,5 @@ class OperatorMethods(RedisStore):
         return int(self._run("counter_rollup", [repr(float(keep_seconds))]))
 
     def counter_total(self) -> list[CounterTotal]:
-        totals: dict[str, dict[str, int]] = {}
-        for (name, _, _), counts in self._counter_rows("minute", "hour").items():
-            total = totals.setdefault(name, dict.fromkeys(COUNTER_OUTCOMES, 0))
-            for outcome in COUNTER_OUTCOMES:
-                total[outcome] += counts[outcome]
-        return [CounterTotal(name=name, **totals[name]) for name in sorted(totals)]
+        rows = self._counter_rows("minute", "hour")
+        return CounterTotal.by_name((name, counts) for (name, _, _), counts in rows.items())
