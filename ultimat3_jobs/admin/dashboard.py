@@ -145,16 +145,6 @@ def chart(series: Sequence[Minute]) -> dict[str, Any]:
     }
 
 
-def name_totals(rows: Sequence[CounterRow]) -> list[dict[str, Any]]:
-    """Per job name, its counts over the rows, by name."""
-    totals: dict[str, dict[str, int]] = {}
-    for row in rows:
-        total = totals.setdefault(row.name, dict.fromkeys(COUNTER_OUTCOMES, 0))
-        for outcome, count in row.counts().items():
-            total[outcome] += count
-    return [{"name": name, **totals[name]} for name in sorted(totals)]
-
-
 def dashboard_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
     refused = refusal(request)
     if refused is not None:
@@ -166,9 +156,7 @@ def dashboard_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRe
     stats = driver.queue_stats()
     rows = driver.counter_read(since=start, period="minute")
     workers = driver.worker_list()
-    overview = introspection.queues_overview(
-        stats, [pause.target for pause in pauses if pause.scope == "queue"]
-    )
+    overview = introspection.queues_overview(stats, pauses)
     site = model_admin.admin_site
     return watch_page(
         model_admin,
@@ -179,7 +167,7 @@ def dashboard_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRe
             overview, workers, admin_site_name=site.name, link=has(request.user, VIEW_JOB)
         ),
         chart=chart(minute_series(rows, start=start)),
-        totals=name_totals(rows),
+        totals=introspection.name_totals(rows),
         outcomes=COUNTER_OUTCOMES,
         workers=[
             {

@@ -71,9 +71,7 @@ def queues_view(model_admin: ModelAdmin[Any], request: HttpRequest) -> HttpRespo
         return change_pause(request)
     driver = get_driver()
     pauses = driver.pause_list()
-    overview = introspection.queues_overview(
-        driver.queue_stats(), [pause.target for pause in pauses if pause.scope == "queue"]
-    )
+    overview = introspection.queues_overview(driver.queue_stats(), pauses)
     site = model_admin.admin_site
     return watch_page(
         model_admin,

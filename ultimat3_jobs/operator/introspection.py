@@ -17,11 +17,13 @@ from ultimat3_jobs.errors import JobNotFound
 from ultimat3_jobs.operator.redaction import Disclosure, disclosure
 from ultimat3_jobs.operator.verbs import parse_job_id
 from ultimat3_jobs.types import (
-    COUNTER_OUTCOMES,
+    CounterRow,
+    CounterTotal,
     JobPage,
     JobRecord,
     JobState,
     JobSummary,
+    Pause,
     QueueStats,
 )
 
@@ -158,13 +160,13 @@ def page_as_json(page: JobPage, *, reveal: bool = False) -> dict[str, Any]:
 
 
 def queues_overview(
-    stats: Sequence[QueueStats], paused: Iterable[str] = ()
+    stats: Sequence[QueueStats], pauses: Iterable[Pause] = ()
 ) -> list[dict[str, Any]]:
     """Per queue (by name): its depth in every state (0 where it holds none), the states whose
     count is a lower bound (``at_least``: finished states are counted up to a limit per job
-    name), how long its oldest due job has waited, and whether it is paused. A paused queue
-    that holds no job is listed too."""
-    paused = set(paused)
+    name), how long its oldest due job has waited, and whether one of ``pauses`` (the store's
+    pause list, every scope) pauses it. A paused queue that holds no job is listed too."""
+    paused = {pause.target for pause in pauses if pause.scope == "queue"}
     queues: dict[str, dict[str, Any]] = {}
 
     def entry(queue: str) -> dict[str, Any]:
@@ -190,20 +192,20 @@ def queues_overview(
     return [queues[queue] for queue in sorted(queues)]
 
 
+def name_totals(rows: Iterable[CounterRow]) -> list[dict[str, Any]]:
+    """Per job name (by name), its counts summed over the counter rows ``rows``."""
+    totals = CounterTotal.by_name((row.name, row.counts()) for row in rows)
+    return [{"name": total.name, **total.counts()} for total in totals]
+
+
 def stats(driver: JobDriver, *, since: datetime) -> dict[str, Any]:
     """The queues (see :func:`queues_overview`), the pauses, and the counters of each job name
     summed over the minute buckets from ``since``, in three reads."""
     pauses = driver.pause_list()
     queue_stats = driver.queue_stats(limit=QUEUE_STATS_ROWS)
-    totals: dict[str, dict[str, int]] = {}
-    for row in driver.counter_read(since=since, period="minute"):
-        total = totals.setdefault(row.name, dict.fromkeys(COUNTER_OUTCOMES, 0))
-        for outcome, count in row.counts().items():
-            total[outcome] += count
+    counters = driver.counter_read(since=since, period="minute")
     return {
-        "queues": queues_overview(
-            queue_stats, [pause.target for pause in pauses if pause.scope == "queue"]
-        ),
+        "queues": queues_overview(queue_stats, pauses),
         "pauses": [
             {
                 "scope": pause.scope,
@@ -216,6 +218,6 @@ def stats(driver: JobDriver, *, since: datetime) -> dict[str, Any]:
         ],
         "counters": {
             "since": _iso(since),
-            "names": [{"name": name, **totals[name]} for name in sorted(totals)],
+            "names": name_totals(counters),
         },
     }
