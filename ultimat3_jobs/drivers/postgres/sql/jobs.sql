@@ -252,8 +252,15 @@ join x_jobs j
 -- The queues and the limit reach the planner as subqueries, never as values: a plan made for
 -- given values then costs what the plan for any values costs, and the plan cache keeps the
 -- generic plan after its five trials instead of planning every claim again (0.33 ms of the
--- server's CPU a claim, a seventh of a claim of 90 jobs). The estimates of a limit it cannot
--- see (a tenth of the rows) never change the plan's shape: every read is an index seek.
+-- server's CPU a claim, a seventh of a claim of 90 jobs). The seek's own limit is a constant,
+-- CLAIM_CHUNK (params.py; the driver runs one statement per chunk): a limit the planner cannot
+-- see is estimated at a tenth of the rows, which made the plan's cost grow with the backlog
+-- (125,000 at 1,000,000 queued rows), past jit_above_cost (100,000), and every claim then
+-- compiled its expressions with JIT, about 50 ms instead of 2.5, custom and generic plans
+-- alike; the drain of 1,000,000 jobs fell to a third. With the constant the cost stays about 1,600 at any
+-- backlog. The limits above the seek stop pulling, and so locking, at the claim's limit. A
+-- generic plan keeps the shape chosen for the table as it was; bound.py replans it every
+-- REPLAN_SECONDS.
 with recursive queues as (
     select q.name
     from unnest((select %(queues)s::text[])) as q(name)
@@ -282,7 +289,7 @@ with recursive queues as (
                   select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
               )
             order by j.run_at
-            limit (select %(limit)s::int)
+            limit 1000 -- CLAIM_CHUNK (params.py); the limits above stop the locking sooner
             for update of j skip locked
         ) as s
         where l.queue = q.name
