@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from django.db import connection
 
 from tests.drivers.support import request
+from tests.postgres.test_claim_plan import _nodes
 from ultimat3_jobs.drivers.postgres import bound
 from ultimat3_jobs.drivers.postgres.driver import PostgresDriver
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
@@ -30,13 +30,6 @@ def _fresh_connection() -> Iterator[None]:
     connection.close()
     yield
     connection.close()
-
-
-def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [node]
-    for child in node.get("Plans", []):
-        found.extend(_nodes(child))
-    return found
 
 
 def test_the_prepared_claim_keeps_a_generic_plan_that_reads_by_primary_key() -> None:
