@@ -103,7 +103,7 @@ def test_the_claim_costs_no_more_at_ten_times_the_backlog() -> None:
 
 
 def test_a_claim_of_more_than_a_statement_takes_runs_one_statement_per_chunk() -> None:
-    """The seek's limit is CLAIM_CHUNK, written in the statement; a claim of more takes the
+    """A statement takes CLAIM_CHUNK at most (its per-queue limit); a claim of more takes the
     rest with further statements, still highest priority first."""
     assert f"limit {CLAIM_CHUNK} " in STATEMENTS["job_claim"]
     _fill(CLAIM_CHUNK + 600)

@@ -252,15 +252,16 @@ join x_jobs j
 -- The queues and the limit reach the planner as subqueries, never as values: a plan made for
 -- given values then costs what the plan for any values costs, and the plan cache keeps the
 -- generic plan after its five trials instead of planning every claim again (0.33 ms of the
--- server's CPU a claim, a seventh of a claim of 90 jobs). The seek's own limit is a constant,
--- CLAIM_CHUNK (params.py; the driver runs one statement per chunk): a limit the planner cannot
--- see is estimated at a tenth of the rows, which made the plan's cost grow with the backlog
+-- server's CPU a claim, a seventh of a claim of 90 jobs). A limit the planner cannot see it
+-- estimates at a tenth of the rows: limited so alone, the plan's cost grew with the backlog
 -- (125,000 at 1,000,000 queued rows), past jit_above_cost (100,000), and every claim then
 -- compiled its expressions with JIT, about 50 ms instead of 2.5, custom and generic plans
--- alike; the drain of 1,000,000 jobs fell to a third. With the constant the cost stays about 1,600 at any
--- backlog. The limits above the seek stop pulling, and so locking, at the claim's limit. A
--- generic plan keeps the shape chosen for the table as it was; bound.py replans it every
--- REPLAN_SECONDS.
+-- alike; the drain of 1,000,000 jobs fell to a third. Each queue's rows are therefore also
+-- limited by a constant, CLAIM_CHUNK (params.py; the driver runs one statement per chunk), which
+-- bounds the rows the final sort is estimated at: the cost is 1,600 at 10,000 rows, 2,700 at
+-- 100,000, 2,800 at 1,000,000. The seek keeps the subquery limit (a constant there made a level
+-- of 1,400 rows look cheaper to scan whole and sort). A generic plan keeps the shape chosen for
+-- the table as it was; bound.py replans it every REPLAN_SECONDS.
 with recursive queues as (
     select q.name
     from unnest((select %(queues)s::text[])) as q(name)
@@ -275,25 +276,29 @@ with recursive queues as (
     select c.id
     from queues q
     cross join lateral (
-        select s.id, s.priority, s.run_at
-        from levels l
-        cross join lateral (
-            select j.id, j.priority, j.run_at
-            from x_jobs j
-            where j.queue = l.queue
-              and j.priority = l.priority
-              and j.state = 'queued'
-              and not j.paused
-              and j.run_at <= now()
-              and not exists (
-                  select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
-              )
-            order by j.run_at
-            limit 1000 -- CLAIM_CHUNK (params.py); the limits above stop the locking sooner
-            for update of j skip locked
-        ) as s
-        where l.queue = q.name
-        limit (select %(limit)s::int)
+        select t.id, t.priority, t.run_at
+        from (
+            select s.id, s.priority, s.run_at
+            from levels l
+            cross join lateral (
+                select j.id, j.priority, j.run_at
+                from x_jobs j
+                where j.queue = l.queue
+                  and j.priority = l.priority
+                  and j.state = 'queued'
+                  and not j.paused
+                  and j.run_at <= now()
+                  and not exists (
+                      select 1 from x_job_pauses p where p.scope = 'job' and p.target = j.name
+                  )
+                order by j.run_at
+                limit (select %(limit)s::int)
+                for update of j skip locked
+            ) as s
+            where l.queue = q.name
+            limit (select %(limit)s::int)
+        ) as t
+        limit 1000 -- CLAIM_CHUNK (params.py): bounds the estimates, never the claim
     ) as c
     order by c.priority desc, c.run_at
     limit (select %(limit)s::int)
