@@ -39,6 +39,7 @@ from ultimat3_jobs.drivers.postgres.leases import LeaseStatements, one_slot
 from ultimat3_jobs.drivers.postgres.listen import QueueListener
 from ultimat3_jobs.drivers.postgres.operating import OperatorMethods
 from ultimat3_jobs.drivers.postgres.params import (
+    CLAIM_CHUNK,
     WAKE_CHANNEL,
     ack_params,
     batch_params,
@@ -146,17 +147,14 @@ class PostgresDriver(
         names = check_claim_queues(queues)
         if limit <= 0:
             return []
-        result = fetch(
-            self._jobs,
-            "job_claim",
-            {
-                "queues": names,
-                "limit": limit,
-                "worker_id": worker_id,
-                "lease_seconds": float(lease_seconds),
-            },
-        )
-        jobs = job_rows.claimed_jobs(result)
+        params = {"queues": names, "worker_id": worker_id, "lease_seconds": float(lease_seconds)}
+        jobs: list[ClaimedJob] = []
+        while len(jobs) < limit:  # a statement takes CLAIM_CHUNK at most: see job_claim
+            ask = min(limit - len(jobs), CLAIM_CHUNK)
+            taken = job_rows.claimed_jobs(fetch(self._jobs, "job_claim", {**params, "limit": ask}))
+            jobs += taken
+            if len(taken) < ask:
+                break
         idle = len(jobs) < limit
         self._idle_workers.claimed(worker_id, names, float(lease_seconds), idle=idle)
         return jobs

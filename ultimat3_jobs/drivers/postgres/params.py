@@ -16,6 +16,11 @@ from ultimat3_jobs.types import AckItem, EnqueueRequest, SettleItem
 
 WAKE_CHANNEL = "ultimat3_jobs"
 
+CLAIM_CHUNK = 1_000
+"""The most jobs one ``job_claim`` statement takes: each queue's rows are limited by this
+number, written in the statement, so the planner's estimates, and the plan's cost, stop growing
+with the backlog (see job_claim in jobs.sql). A claim of more runs one statement per chunk."""
+
 
 _REQUEST_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("id", "id", "ids"),
