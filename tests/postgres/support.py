@@ -48,3 +48,19 @@ def listener_pids() -> list[int]:
             [LISTEN_APPLICATION_NAME],
         )
         return [row[0] for row in cursor.fetchall()]
+
+
+def fill_queued(rows: int, name: str = "tests.noop") -> None:
+    """``rows`` queued jobs of ``name`` in one statement, due one second apart in the past
+    (oldest first), then fresh statistics of x_jobs."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            insert into x_jobs (id, name, queue, priority, run_at, input)
+            select gen_random_uuid(), %(name)s, 'default', 0,
+                   now() - make_interval(secs => g), '{}'::jsonb
+            from generate_series(1, %(rows)s) as g
+            """,
+            {"rows": rows, "name": name},
+        )
+        cursor.execute("analyze x_jobs")

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from tests.postgres.support import fill_queued
 from ultimat3_jobs.drivers.postgres.params import ack_params, settle_params
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.types import SettleItem
@@ -30,17 +31,8 @@ BATCH_READS = {"Function Scan", "CTE Scan", "Subquery Scan", "Values Scan"}
 @pytest.fixture
 def running() -> list[tuple[uuid.UUID, uuid.UUID]]:
     """``RUNNING`` claimed rows of a backlog whose statistics were taken while all queued."""
+    fill_queued(BACKLOG)
     with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            insert into x_jobs (id, name, queue, priority, run_at, input)
-            select gen_random_uuid(), 'tests.noop', 'default', 0,
-                   now() - make_interval(secs => g), '{}'::jsonb
-            from generate_series(1, %(n)s) as g
-            """,
-            {"n": BACKLOG},
-        )
-        cursor.execute("analyze x_jobs")
         cursor.execute(
             """
             update x_jobs set state = 'running', claim_token = gen_random_uuid(),
