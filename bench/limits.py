@@ -10,7 +10,9 @@ each a free drain and a capped drain on emptied tables, the order alternating be
 (so that neither side always runs second, on a warmer or a more loaded host), and the figure
 is the median of the pairs' ratios. Beside the rates it counts what a job costs on each side:
 the worker's CPU, the database backends' CPU (read from ``/proc`` just before the worker
-stops), transactions and the job table's non-HOT updates."""
+stops), transactions, the job table's non-HOT updates and the lease rows written (inserted
+and deleted by grants and frees, updated by hand-offs: counts, which a shared host's noise does
+not move, where the CPU figures move by several µs between pairs)."""
 
 from __future__ import annotations
 
@@ -33,14 +35,15 @@ PAIRS_QUICK = 3
 
 @dataclass(frozen=True)
 class Side:
-    """One drain of the pair: its rate by the database's clock, CPU µs per job, transactions
-    and x_jobs non-HOT updates per 1,000 jobs."""
+    """One drain of the pair: its rate by the database's clock, CPU µs per job, transactions,
+    x_jobs non-HOT updates and x_job_leases rows inserted, updated and deleted per 1,000 jobs."""
 
     rate: float
     worker_us: float
     backend_us: float
     xacts: float
     non_hot: float
+    lease_rows: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def phase_limits(bench: Bench) -> None:
@@ -75,10 +78,17 @@ def phase_limits(bench: Bench) -> None:
                 f"{median(helds, 'backend_us'):,.0f} against {median(frees, 'backend_us'):,.0f} "
                 f"µs; per 1,000 jobs: transactions {median(helds, 'xacts'):,.0f} against "
                 f"{median(frees, 'xacts'):,.0f}, x_jobs non-HOT updates "
-                f"{median(helds, 'non_hot'):,.0f} against {median(frees, 'non_hot'):,.0f}"
+                f"{median(helds, 'non_hot'):,.0f} against {median(frees, 'non_hot'):,.0f}; "
+                f"lease rows inserted / updated / deleted per 1,000 capped jobs "
+                f"{' / '.join(f'{n:,.0f}' for n in lease_medians(helds))}"
             ),
         )
     )
+
+
+def lease_medians(sides: list[Side]) -> list[float]:
+    """The medians of the lease rows inserted, updated and deleted per 1,000 jobs."""
+    return [statistics.median(side.lease_rows[i] for side in sides) for i in range(3)]
 
 
 def say_pair(index: int, free: Side, held: Side) -> None:
@@ -86,7 +96,8 @@ def say_pair(index: int, free: Side, held: Side) -> None:
         f"  pair {index + 1}: {held.rate / free.rate:.3f} ({held.rate:,.0f} / {free.rate:,.0f} "
         f"jobs/s); worker {held.worker_us:,.0f} / {free.worker_us:,.0f} µs/job, backend "
         f"{held.backend_us:,.0f} / {free.backend_us:,.0f} µs/job, non-HOT "
-        f"{held.non_hot:,.0f} / {free.non_hot:,.0f} per 1,000 jobs"
+        f"{held.non_hot:,.0f} / {free.non_hot:,.0f} per 1,000 jobs; lease rows inserted / "
+        f"updated / deleted {' / '.join(f'{n:,.0f}' for n in held.lease_rows)} per 1,000 jobs"
     )
 
 
@@ -96,6 +107,7 @@ def drain(bench: Bench, n: int, handle: Any) -> Side:
     bench.truncate()
     bench.backlog(n, handle)
     non_hot_before = non_hot_updates(bench)
+    leases_before = lease_writes(bench)
     bench.disconnect_bench_database()  # only the workers' transactions fall in the window
     xacts_before = bench.xacts()
     cpu_before = children_cpu_seconds()
@@ -108,6 +120,9 @@ def drain(bench: Bench, n: int, handle: Any) -> Side:
     cpu = children_cpu_seconds() - cpu_before
     time.sleep(0.5)  # backends publish their counts as they exit
     xacts = bench.xacts() - xacts_before
+    inserted, updated, deleted = (
+        after - before for after, before in zip(lease_writes(bench), leases_before, strict=True)
+    )
     counts = bench.count_jobs()
     if counts != {"completed": n}:
         raise BenchError(f"the drain of {n} jobs left {counts}")
@@ -117,6 +132,7 @@ def drain(bench: Bench, n: int, handle: Any) -> Side:
         backend_us=backend / n * 1e6,
         xacts=xacts / n * 1000,
         non_hot=(non_hot_updates(bench) - non_hot_before) / n * 1000,
+        lease_rows=(inserted / n * 1000, updated / n * 1000, deleted / n * 1000),
     )
 
 
@@ -142,3 +158,13 @@ def non_hot_updates(bench: Bench) -> int:
         "where relname = 'x_jobs'"
     )
     return int(rows[0][0])
+
+
+def lease_writes(bench: Bench) -> tuple[int, int, int]:
+    """x_job_leases rows inserted, updated and deleted so far (the server's counts)."""
+    rows = bench.sql(
+        "select coalesce(sum(n_tup_ins), 0), coalesce(sum(n_tup_upd), 0), "
+        "coalesce(sum(n_tup_del), 0) from pg_stat_user_tables where relname = 'x_job_leases'"
+    )
+    inserted, updated, deleted = rows[0]
+    return int(inserted), int(updated), int(deleted)
