@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.support.calls import calls_counted
 from tests.worker.test_per_job_work import drain_counted
+from ultimat3_jobs.model import tenancy
 from ultimat3_jobs.runtime.worker.attempt import Outcome
 from ultimat3_jobs.types import ClaimedJob, SettleItem
 
@@ -52,3 +54,22 @@ def test_a_no_op_jobs_records_are_built_without_their_class_call(
     per_job = drain_counted(make_worker, records_called)
     assert all(per_job.get(name, 0) < 0.05 for name in ("ClaimedJob", "Outcome")), per_job
     assert per_job.get("SettleItem", 0) < 0.05, per_job
+
+
+def test_a_no_op_jobs_scope_is_built_without_a_keyword(
+    make_worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: ``TenantScope(tenant, job=ctx)`` around every body, a class called with a
+    keyword, which copies it into a new dict; ``job`` comes by position now."""
+    counts: Counter[str] = Counter()
+    init = tenancy.TenantScope.__init__
+
+    def counting(self: tenancy.TenantScope, *args: Any, **kwargs: Any) -> None:
+        counts["scope"] += 1
+        counts["scope keyword"] += bool(kwargs)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(tenancy.TenantScope, "__init__", counting)
+    per_job = drain_counted(make_worker, counts)
+    assert per_job.get("scope", 0) >= 1, per_job
+    assert per_job.get("scope keyword", 0) < 0.05, per_job

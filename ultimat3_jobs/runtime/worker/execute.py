@@ -115,7 +115,7 @@ def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]
     :func:`finish`'s)."""
     assert attempt.definition is not None
     try:
-        with TenantScope(attempt.ctx.tenant_id, job=attempt.ctx):
+        with TenantScope(attempt.ctx.tenant_id, None, attempt.ctx):  # no keyword: no dict
             try:
                 result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
                 if result is not None and inspect.isawaitable(result):
