@@ -396,6 +396,5 @@ def test_a_no_op_job_reaches_the_body_pools_thread_local_about_once(make_worker)
 
     per_job = drain_counted(make_worker, counts, before=counting)
     assert 0.5 <= per_job.get("thread-local", 0) <= 1.5, per_job
-    # Before: a miss (an ``AttributeError`` made and dropped) on every start from the claim
-    # loop's thread, not the pool's; ``serving`` is ``None`` there from the class now.
+    # Before: a miss (an ``AttributeError``) per start from the claim loop's thread.
     assert per_job.get("thread-local missed", 0) < 0.05, per_job
