@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from ultimat3_jobs.frozen import quick_init
+from ultimat3_jobs.frozen import quick_init, quick_new
 from ultimat3_jobs.runtime.worker.attempt import Outcome
 from ultimat3_jobs.types import ClaimedJob, SettleItem
 
@@ -83,3 +83,42 @@ def test_it_refuses_a_default_factory_and_a_post_init() -> None:
     for cls in (Factory, PostInit):
         with pytest.raises(TypeError):
             quick_init(cls)
+
+
+def test_quick_new_builds_the_record_the_class_builds() -> None:
+    """The per-job builder takes the class's arguments and defaults and gives the same frozen
+    record: equal, hashed alike, of the class itself, still frozen."""
+
+    @dataclasses.dataclass(frozen=True, slots=True, weakref_slot=True)
+    class Record:
+        a: int
+        b: str = "b"
+        c: int | None = dataclasses.field(default=None, kw_only=True)
+
+    quick_init(Record)
+    new = quick_new(Record)
+    record = new(1, c=3)
+    assert type(record) is Record and record == Record(1, c=3)
+    assert hash(record) == hash(Record(1, "b", c=3)) and repr(record) == repr(Record(1, c=3))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.a = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        new()
+    with pytest.raises(TypeError):
+        new(1, 2, 3)
+    job_id, token = uuid.uuid4(), uuid.uuid4()
+    item = quick_new(SettleItem)(job_id=job_id, claim_token=token, action="complete")
+    assert item == SettleItem(job_id=job_id, claim_token=token, action="complete")
+
+
+def test_quick_init_refuses_a_record_that_derives_from_another() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Base:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Derived(Base):
+        b: int
+
+    with pytest.raises(TypeError):
+        quick_init(Derived)

@@ -216,9 +216,10 @@ class TenantScope:
         self,
         tenant_id: str | None,
         settings: Settings | None = None,
-        *,
         job: JobContext | None = None,
     ) -> None:
+        """``job`` may come by position: the worker's scope per body passes no keyword (a
+        class called with one copies it into a new dict)."""
         self._tenant_id = tenant_id
         self._settings = settings
         self._job = job

@@ -66,6 +66,14 @@ class _Serving:
         self.next: tuple[Callable[..., Any], tuple[Any, ...], Done] | None = None
 
 
+class _PoolLocal(threading.local):
+    """A pool's thread-local: ``serving`` is ``None`` on a thread not of the pool, from the
+    class, where a ``getattr`` with a default failed its look-up first (an ``AttributeError``
+    made and dropped, about 5,000 instructions; callgrind) on every start from the claim loop."""
+
+    serving: _Serving | None = None
+
+
 Done = Callable[[Any, BaseException | None], None]
 """Called on the pool's thread with a callable's result (or ``None``) and its exception (or
 ``None``), after the thread counts as idle again."""
@@ -91,7 +99,7 @@ class BodyPool:
         self._name = name
         self._busy = 0
         self._busy_lock = threading.Lock()
-        self._local = threading.local()
+        self._local = _PoolLocal()
         # Threads start when the queue holds more callables than the idle threads (those
         # about to take from it) can take, up to ``size``, rather than all at once: a process
         # that runs a few jobs, or none, does not pay for ``size`` threads. The three are
@@ -122,7 +130,7 @@ class BodyPool:
 
     def call(self, fn: Callable[..., Any], *args: Any, done: Done) -> None:
         """Run ``fn(*args)`` on a pool thread, then ``done(result, exception)`` there."""
-        serving: _Serving | None = getattr(self._local, "serving", None)
+        serving = self._local.serving
         if serving is not None and serving.ending and serving.next is None:
             # Called from a ``done`` of this pool (a body ended and starts the next): this
             # thread runs it as soon as ``done`` returns, instead of waking another thread.

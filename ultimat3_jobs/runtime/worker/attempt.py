@@ -11,7 +11,7 @@ from functools import partial
 from typing import Literal
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseRequest
-from ultimat3_jobs.frozen import quick_init
+from ultimat3_jobs.frozen import quick_init, quick_new
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.definitions import JobDefinition
 from ultimat3_jobs.model.registry import Registry
@@ -180,6 +180,11 @@ class Outcome:
     result_json: str = "null"
     error: AttemptError | None = None
     terminal: bool = False
+
+
+new_outcome = quick_new(Outcome)
+"""Builds an :class:`Outcome` as the class does, without its call (``frozen.py``): once per
+job."""
 
 
 def context_for(job: ClaimedJob, definition: JobDefinition | None) -> JobContext:

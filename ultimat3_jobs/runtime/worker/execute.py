@@ -16,7 +16,7 @@ from ultimat3_jobs.model.steps import StepSuspended
 from ultimat3_jobs.model.tenancy import TenantScope
 from ultimat3_jobs.runtime.common.pool import close_old_thread_connections
 from ultimat3_jobs.runtime.steps.attempt import aunwound, is_terminal, unwound
-from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
+from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, new_outcome
 from ultimat3_jobs.serialization import none_json
 from ultimat3_jobs.types import AttemptError
 
@@ -71,7 +71,7 @@ def finish(attempt: Attempt, result: Any, *, worker_id: str) -> Outcome:
         return failure(attempt, JobTimedOut(_timeout_message(attempt)), worker_id=worker_id)
     settings = get_settings()
     if result is None and (text := none_json(settings.input_max_bytes)) is not None:
-        return Outcome(attempt, "completed", result_json=text)  # most bodies': no encoder
+        return new_outcome(attempt, "completed", result_json=text)  # most: no encoder
     try:
         result_json = settings.encode_stored(result, root="return value")
     except JobInputInvalid as exc:
@@ -81,7 +81,7 @@ def finish(attempt: Attempt, result: Any, *, worker_id: str) -> Outcome:
             error=attempt_error(attempt, exc, worker_id=worker_id),
             terminal=True,
         )
-    return Outcome(attempt, "completed", result_json=result_json)
+    return new_outcome(attempt, "completed", result_json=result_json)
 
 
 def failure(attempt: Attempt, exc: BaseException, *, worker_id: str) -> Outcome:
@@ -115,7 +115,7 @@ def call_sync(attempt: Attempt, *, worker_id: str) -> tuple[Outcome | None, Any]
     :func:`finish`'s)."""
     assert attempt.definition is not None
     try:
-        with TenantScope(attempt.ctx.tenant_id, job=attempt.ctx):
+        with TenantScope(attempt.ctx.tenant_id, None, attempt.ctx):  # no keyword: no dict
             try:
                 result = attempt.definition.fn(attempt.ctx, **attempt.job.input)
                 if result is not None and inspect.isawaitable(result):

@@ -28,6 +28,7 @@ from functools import partial
 
 from ultimat3_jobs.conf import get_settings
 from ultimat3_jobs.drivers.base import JobDriver
+from ultimat3_jobs.frozen import quick_new
 from ultimat3_jobs.model.context import JobContext
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
 from ultimat3_jobs.model.registry import Registry
@@ -41,6 +42,7 @@ from ultimat3_jobs.runtime.worker.handoff import HandOffs, Offer, lent_by
 from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
+_new_item = quick_new(SettleItem)
 
 ACK_BATCH_MAX = 1000
 RETRY_WRITE_SECONDS = 0.5
@@ -192,7 +194,7 @@ class Settler(threading.Thread):
         relayed = attempt.riding
         lent = lent_by(attempt) if relayed else None  # only a relayed run's slot was lent
         if outcome.kind == "completed":
-            return SettleItem(
+            return _new_item(  # a ``SettleItem``, without the class's call (``frozen.py``)
                 job_id=job.id,
                 claim_token=job.claim_token,
                 action="complete",

@@ -7,6 +7,7 @@ from operator import itemgetter
 from typing import Any
 
 from ultimat3_jobs.drivers.postgres.rows.result import Result, as_uuid, records
+from ultimat3_jobs.frozen import quick_new
 from ultimat3_jobs.serialization import decode_json
 from ultimat3_jobs.types import (
     ClaimedJob,
@@ -30,16 +31,19 @@ CLAIMED = (
     "traceparent",
 )
 
+_new_claimed = quick_new(ClaimedJob)  # built once per job: no class call (``frozen.py``)
+
 
 def claimed_jobs(result: Result) -> list[ClaimedJob]:
     """``job_claim``'s rows in claim order: highest priority first, then earliest due (two
     stable sorts on C keys, no Python call per row; psycopg loads the ids as UUIDs)."""
+    new = _new_claimed
     pick = result.picker(*CLAIMED)
     priority, run_at = result.positions("priority", "run_at")
     rows = sorted(result.rows, key=itemgetter(run_at))
     rows.sort(key=itemgetter(priority), reverse=True)  # equal priorities keep run_at's order
     return [
-        ClaimedJob(
+        new(
             id=id_,
             name=name,
             queue=queue,

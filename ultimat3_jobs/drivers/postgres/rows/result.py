@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
-from ultimat3_jobs.drivers.postgres.bound import bound_cursor, may_prepare
+from ultimat3_jobs.drivers.postgres.bound import BINARY_RESULTS, bound_cursor, may_prepare
 from ultimat3_jobs.drivers.postgres.queries import STATEMENTS
 from ultimat3_jobs.models import RawStatementManager
 
@@ -104,7 +104,7 @@ def _cursor(manager: RawStatementManager, statement: str) -> AbstractContextMana
     ``bound.py`` says."""
     connection = connections[manager.db]
     if may_prepare(connection, statement):
-        return bound_cursor(manager.db)
+        return bound_cursor(manager.db, binary=statement in BINARY_RESULTS)
     return connection.cursor()
 
 
