@@ -5,8 +5,9 @@ of its key, without a statement of its own.
 slot's key starts on that slot, in memory: the store's row still names the ended run, which is
 ``running`` in the store until its batched settle lands, and the heartbeat keeps renewing the
 row with that run's lease. The settle that records the ended run passes the row to the run
-riding it, in the same statement (``job_settle_handoff``); a run that ended riding a slot
-whose owner settles in the same statement is stamped started at that statement's moment. A slot
+riding it, in the same statement (``job_settle_handoff``), without stamping the rider's start
+(no x_jobs write for it there): every run that rode a lent slot is stamped started at the
+moment its own settle lands (``relayed``). A slot
 is lent only while the row's lease is comfortably unexpired by the worker's own bookkeeping
 (half the lease at least, :data:`LEND_MARGIN`), so the settle lands long before anyone else
 could take the row; a settle that does not pass the row (the owner's lease was lost meanwhile)
@@ -293,6 +294,7 @@ class HandOffs:
                 job_id=attempt.job.id,
                 claim_token=attempt.job.claim_token,
                 requests=[_request(attempt)],
+                relayed=attempt.riding,
             )
             for attempt in offered
         ]
@@ -306,6 +308,7 @@ class HandOffs:
             if rider.job.id in granted:
                 self._holdings.moved(offer.owner_of[rider], rider)
                 rider.riding = False
+                rider.relayed = True  # its settle stamps its start: the hand-off did not
                 rider.lent = None
             else:
                 logger.warning(

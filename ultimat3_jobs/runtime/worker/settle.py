@@ -189,8 +189,8 @@ class Settler(threading.Thread):
         attempt = outcome.attempt
         job = attempt.job
         progress = None if attempt.pending_progress is None else attempt.take_progress()
-        relayed = attempt.riding
-        lent = lent_by(attempt) if relayed else None  # only a relayed run's slot was lent
+        relayed = attempt.riding or attempt.relayed
+        lent = lent_by(attempt) if attempt.riding else None  # only a riding run's slot was lent
         if outcome.kind == "completed":
             return SettleItem(
                 job_id=job.id,
