@@ -161,6 +161,8 @@ class HandOffs:
         self._wake = wake
         self._find = find
         self._lease_seconds = lease_seconds
+        self.claiming = ahead.claiming
+        """The claim loop's claim on its way, which a flush waits for (:meth:`await_claim`)."""
         self.none_held = self._holdings.none_held
         """Whether no run holds a lease slot (always, in a worker whose jobs declare no
         limit): nothing to lend, hold or offer."""
