@@ -27,7 +27,8 @@ claim lands; their slots would then be freed by their flush, and the runs that c
 would take the same rows again with ``lease_acquire_many``. So a flush that would free a slot
 nobody was lent, with no run waiting in the worker, waits for the claim loop's claim on its
 way to land (at most :data:`CLAIM_WAIT_SECONDS`): its runs are lent those slots
-(:meth:`HandOffs.lend_to`) and the flush passes the rows to them.
+(:meth:`HandOffs.lend_to`) and the flush passes the rows to them. The endings that came during
+the wait on slots nobody runs on wait in turn for the next claim (``heldback.py``).
 """
 
 from __future__ import annotations

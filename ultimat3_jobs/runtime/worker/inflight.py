@@ -6,7 +6,8 @@ settler waits on it before a flush would free concurrency slots that nobody was 
 (``handoff.py``): the runs that claim brings are lent those slots, and the flush passes the
 rows to them instead of deleting them, so that the worker does not take the same rows again
 with a statement of its own. A claim lands for the settler once its runs were lent what could be
-lent, before the lease gate's own statement (``limits.py``) for the others.
+lent, before the lease gate's own statement (``limits.py``) for the others; as it lands it wakes
+the settler for the endings it holds back for it (:attr:`ClaimInFlight.on_land`, ``heldback.py``).
 
 With no claim on its way, while the loop waits for the settler to claim again (its settle
 backlog, ``ahead.py``) and the last claim took all it asked (:attr:`~ClaimInFlight.more`: more
