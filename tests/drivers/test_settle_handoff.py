@@ -165,6 +165,24 @@ def test_a_batch_with_a_nack_hands_its_slots_on_as_acks_do(driver):
     assert len(lease_rows(driver)) == 1
 
 
+def test_a_relayed_next_run_is_stamped_by_its_own_settle_not_by_the_hand_off(driver):
+    if not driver.hands_off_slots:
+        pytest.skip("only a driver that hands slots on relays a run")
+    done, rider = holding(driver), running(driver)
+    claimed = get(driver, rider.id).started_at
+    relayed = replace(next_run(rider), relayed=True)
+    answer = driver.job_settle_handoff(items=[acked(done)], runs=[relayed])
+    assert answer.granted == {rider.id}
+    assert holders(driver) == [(0, rider.id, rider.claim_token)]
+    assert get(driver, rider.id).started_at == claimed  # the hand-off wrote no stamp
+    item = replace(acked(rider), relayed=True)
+    assert driver.job_settle_handoff(items=[item], runs=[]).landed == {rider.id}
+    row, owner = get(driver, rider.id), get(driver, done.id)
+    assert row.started_at is not None and row.started_at == row.finished_at
+    assert owner.finished_at is not None and row.started_at >= owner.finished_at
+    assert holders(driver) == []
+
+
 @pytest.mark.parametrize("action", ["complete", "fail"])
 def test_a_relayed_run_is_stamped_started_at_its_settle(driver, action):
     if not driver.hands_off_slots:

@@ -67,6 +67,7 @@ def test_the_handoff_matches_freed_rows_and_offered_runs_once() -> None:
             "next_tokens": [t for _, t in nexts],
             "next_keys": [KEY] * SLOTS,
             "next_limits": [SLOTS] * SLOTS,
+            "next_relayed": [False] * SLOTS,
         }
         cursor.execute("explain (analyze, format json) " + STATEMENTS["job_settle_handoff"], params)
         raw = cursor.fetchone()[0]

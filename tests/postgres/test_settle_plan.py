@@ -61,6 +61,7 @@ def _params(statement: str, rows: list[tuple[uuid.UUID, uuid.UUID]]) -> dict[str
     params: dict[str, Any] = settle_params(items) if nack else ack_params(items)
     if statement.endswith("_handoff"):
         params |= {"next_ids": [], "next_tokens": [], "next_keys": [], "next_limits": []}
+        params |= {"next_relayed": []}
     return params
 
 

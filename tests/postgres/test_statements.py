@@ -84,6 +84,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "next_tokens": [A],
         "next_keys": ["job:tests.echo"],
         "next_limits": [2],
+        "next_relayed": [False],
     },
     "job_settle_many": {
         "ids": [A, A],
@@ -112,6 +113,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "next_tokens": [A],
         "next_keys": ["job:tests.echo"],
         "next_limits": [2],
+        "next_relayed": [False],
     },
     "job_nack_retry": {
         "id": A,

@@ -27,7 +27,8 @@ Rules every driver keeps:
 * **Hand-off.** ``job_settle_handoff`` settles a batch and, in the same write, passes each
   concurrency slot a settled run held to a next run of the same key (one concurrency slot
   each): the slot's row changes hands, so the key never holds more rows, and the next run's
-  ``started_at`` is at or after the settled run's ``finished_at``. A next run is fenced like
+  ``started_at`` is at or after the settled run's ``finished_at`` (a next run marked ``relayed``
+  is not stamped by the hand-off: its own settle is). A next run is fenced like
   ``lease_acquire`` and must hold no live slot of its key. A driver that cannot hand off grants
   none (``hands_off_slots = False``): the runs take their slots through ``lease_acquire_many``.
   A worker whose driver hands off lends a finished run's slot to its next run before the settle
@@ -71,11 +72,14 @@ class LeaseRequest:
 
 @dataclass(frozen=True, slots=True)
 class LeaseRun:
-    """One running attempt's requests, for ``lease_acquire_many``."""
+    """One running attempt's requests, for ``lease_acquire_many``. ``relayed``: offered to
+    ``job_settle_handoff``, it already runs on the slot, lent: a grant does not stamp its
+    ``started_at`` (its own settle, marked ``relayed``, does)."""
 
     job_id: uuid.UUID
     claim_token: uuid.UUID
     requests: Sequence[LeaseRequest]
+    relayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -350,6 +350,7 @@ class PostgresDriver(
             "next_tokens": [run.claim_token for run, _ in asked],
             "next_keys": [request.key for _, request in asked],
             "next_limits": [int(request.limit) for _, request in asked],
+            "next_relayed": [run.relayed for run, _ in asked],
         }
         statement = "job_settle_handoff" if acks else "job_settle_many_handoff"
         result = fetch(self._jobs, statement, params)

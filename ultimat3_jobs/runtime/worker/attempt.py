@@ -65,6 +65,9 @@ class Attempt:
     riding: bool = False
     """It runs on a slot lent by a run whose body ended (``handoff.py``), and the store's row
     does not name it yet: the settle that records that run passes the row to it."""
+    relayed: bool = False
+    """It ran on a lent slot whose row a hand-off passed it without stamping its start: its
+    settle stamps it started (``SettleItem.relayed``)."""
     lent: Slot[Attempt] | None = None
     """The slot it was lent, while it rides one: its ending lands only if that slot's row
     was there (``handoff.lent_by``)."""

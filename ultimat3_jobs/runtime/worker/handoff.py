@@ -5,8 +5,9 @@ of its key, without a statement of its own.
 slot's key starts on that slot, in memory: the store's row still names the ended run, which is
 ``running`` in the store until its batched settle lands, and the heartbeat keeps renewing the
 row with that run's lease. The settle that records the ended run passes the row to the run
-riding it, in the same statement (``job_settle_handoff``); a run that ended riding a slot
-whose owner settles in the same statement is stamped started at that statement's moment. A slot
+riding it, in the same statement (``job_settle_handoff``), without stamping the rider's start
+(no x_jobs write for it there): every run that rode a lent slot is stamped started at the
+moment its own settle lands (``relayed``). A slot
 is lent only while the row's lease is comfortably unexpired by the worker's own bookkeeping
 (half the lease at least, :data:`LEND_MARGIN`), so the settle lands long before anyone else
 could take the row; a settle that does not pass the row (the owner's lease was lost meanwhile)
@@ -26,7 +27,8 @@ claim lands; their slots would then be freed by their flush, and the runs that c
 would take the same rows again with ``lease_acquire_many``. So a flush that would free a slot
 nobody was lent, with no run waiting in the worker, waits for the claim loop's claim on its
 way to land (at most :data:`CLAIM_WAIT_SECONDS`): its runs are lent those slots
-(:meth:`HandOffs.lend_to`) and the flush passes the rows to them.
+(:meth:`HandOffs.lend_to`) and the flush passes the rows to them. The endings that came during
+the wait on slots nobody runs on wait in turn for the next claim (``heldback.py``).
 """
 
 from __future__ import annotations
@@ -160,6 +162,8 @@ class HandOffs:
         self._wake = wake
         self._find = find
         self._lease_seconds = lease_seconds
+        self.claiming = ahead.claiming
+        """The claim loop's claim on its way, which a flush waits for (:meth:`await_claim`)."""
         self.none_held = self._holdings.none_held
         """Whether no run holds a lease slot (always, in a worker whose jobs declare no
         limit): nothing to lend, hold or offer."""
@@ -293,6 +297,7 @@ class HandOffs:
                 job_id=attempt.job.id,
                 claim_token=attempt.job.claim_token,
                 requests=[_request(attempt)],
+                relayed=attempt.riding,
             )
             for attempt in offered
         ]
@@ -306,6 +311,7 @@ class HandOffs:
             if rider.job.id in granted:
                 self._holdings.moved(offer.owner_of[rider], rider)
                 rider.riding = False
+                rider.relayed = True  # its settle stamps its start: the hand-off did not
                 rider.lent = None
             else:
                 logger.warning(

@@ -6,7 +6,8 @@ settler waits on it before a flush would free concurrency slots that nobody was 
 (``handoff.py``): the runs that claim brings are lent those slots, and the flush passes the
 rows to them instead of deleting them, so that the worker does not take the same rows again
 with a statement of its own. A claim lands for the settler once its runs were lent what could be
-lent, before the lease gate's own statement (``limits.py``) for the others.
+lent, before the lease gate's own statement (``limits.py``) for the others; as it lands it wakes
+the settler for the endings it holds back for it (:attr:`ClaimInFlight.on_land`, ``heldback.py``).
 
 With no claim on its way, while the loop waits for the settler to claim again (its settle
 backlog, ``ahead.py``) and the last claim took all it asked (:attr:`~ClaimInFlight.more`: more
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 
 class ClaimInFlight:
@@ -38,6 +40,8 @@ class ClaimInFlight:
         """The settler asked for a claim, not begun (nor declined) yet."""
         self.more = False
         """The last claim took all it asked: more is likely queued."""
+        self.on_land: Callable[[], None] | None = None
+        """Called (outside the lock) as a claim lands: the settler's endings held for it."""
 
     @property
     def flying(self) -> bool:
@@ -63,10 +67,13 @@ class ClaimInFlight:
         with self._changed:
             if more is not None:
                 self.more = more
-            if self._flying:
+            landed = self._flying
+            if landed:
                 self._flying = False
                 self._answered += 1
                 self._changed.notify_all()
+        if landed and self.on_land is not None:
+            self.on_land()
 
     def ask(self) -> None:
         """The settler wants a claim now (the loop is woken by the caller); nothing once the
@@ -75,6 +82,11 @@ class ClaimInFlight:
             if not self._closed:
                 self._asks += 1
                 self.asked = True
+
+    @property
+    def answered(self) -> int:
+        """How many claims landed and asks were declined so far."""
+        return self._answered
 
     @property
     def asks(self) -> int:

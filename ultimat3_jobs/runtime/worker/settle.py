@@ -39,6 +39,7 @@ from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import ERROR_MESSAGE_LIMIT, storable
 from ultimat3_jobs.runtime.worker.handoff import HandOffs, Offer, lent_by
+from ultimat3_jobs.runtime.worker.heldback import HeldBack
 from ultimat3_jobs.types import AttemptError, RescuedJob, SettleItem
 
 logger = logging.getLogger("ultimat3_jobs.worker")
@@ -50,6 +51,8 @@ SETTLE_REFUSED = "ultimat3_jobs.SettleRefused"
 LENDING = ("completed", "failed")
 """The endings whose slot is lent to the next run of its key at once (``handoff.py``); a lost
 attempt's is not (its lease may be gone), nor a suspended one's (its step's write freed it)."""
+WAKE = "wake"
+"""The marker that wakes the settler for the endings it holds back (``heldback.py``)."""
 
 
 class Settler(threading.Thread):
@@ -75,7 +78,7 @@ class Settler(threading.Thread):
         self._on_retry = on_retry
         self._hooks = hooks
         self._worker_id = config.worker_id
-        self._queue: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Outcome | str | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._full = threading.Event()
         """Ends the flush window early: a full batch waits, every held slot waits, or the stop
@@ -85,6 +88,7 @@ class Settler(threading.Thread):
         self._holding: set[int] = set()
         """Queued endings (by ``id``) whose runs held a slot of the worker's when put."""
         self._holding_lock = threading.Lock()
+        self._held = HeldBack(partial(self._queue.put, WAKE))
 
     def put(self, outcome: Outcome) -> None:
         handoffs = self.handoffs
@@ -113,7 +117,7 @@ class Settler(threading.Thread):
             # Checked before every wait on the queue: the stop's marker may have been taken
             # by a batch (behind endings queued before it), and a blocking wait after that
             # would never end.
-            while not (self._stopping.is_set() and self._queue.empty()):
+            while not (self._stopping.is_set() and self._queue.empty() and not self._held):
                 batch = self._gather()
                 if batch:
                     self._settle(batch)
@@ -128,21 +132,31 @@ class Settler(threading.Thread):
         instead of waking for each ending (a wake per ending cost more CPU than its share of
         the statement); a full batch, the stop, or a batch that holds every lease slot the
         worker holds while runs wait for them (``handoff.py``) ends the window at once. A batch
-        that would free slots nobody was lent waits for the claim on its way (``handoff.py``)."""
-        first = self._queue.get()
-        if first is None:
-            return []
+        that would free slots nobody was lent waits for the claim on its way (``handoff.py``);
+        the endings that came meanwhile on such slots wait for the next (``heldback.py``)."""
+        try:
+            first = self._queue.get(timeout=self._held.timeout())
+        except queue.Empty:
+            first = WAKE
+        handoffs = self.handoffs
+        released = self._held.due(handoffs.claiming, self._stopping.is_set()) if handoffs else []
+        if not isinstance(first, Outcome):
+            return released  # the stop, or held endings' time (none: nothing yet)
         if self._queue.qsize() + 1 < ACK_BATCH_MAX and not self._stopping.is_set():
             self._full.wait(self._config.ack_flush)
         self._full.clear()  # a batch still full after this one is seen by the size check
         batch = self._more([first])
-        handoffs, stopping = self.handoffs, self._stopping.is_set()
+        stopping = self._stopping.is_set()
+        back: list[Outcome] = []
         if handoffs and not stopping and handoffs.await_claim([o.attempt for o in batch]):
-            batch = self._more(batch)  # the endings that came meanwhile join the flush
+            for outcome in self._more([]):  # came meanwhile: on a slot nobody runs on, it waits
+                (back if handoffs.holds(outcome.attempt) else batch).append(outcome)
+            handoffs.claiming.on_land = self._held.landed
+            self._held.hold(back, handoffs.claiming)
         if self._holding:
             with self._holding_lock:
-                self._holding.difference_update(id(outcome) for outcome in batch)
-        return batch
+                self._holding.difference_update(id(outcome) for outcome in batch + back)
+        return released + batch
 
     def _more(self, batch: list[Outcome]) -> list[Outcome]:
         """``batch`` and what else is queued now, up to ``ACK_BATCH_MAX``."""
@@ -154,7 +168,8 @@ class Settler(threading.Thread):
             if item is None:
                 self._stopping.set()
                 break
-            batch.append(item)
+            if isinstance(item, Outcome):  # not a wake marker
+                batch.append(item)
         return batch
 
     def _settle(self, batch: list[Outcome]) -> None:
@@ -191,8 +206,8 @@ class Settler(threading.Thread):
         attempt = outcome.attempt
         job = attempt.job
         progress = None if attempt.pending_progress is None else attempt.take_progress()
-        relayed = attempt.riding
-        lent = lent_by(attempt) if relayed else None  # only a relayed run's slot was lent
+        relayed = attempt.riding or attempt.relayed
+        lent = lent_by(attempt) if attempt.riding else None  # only a riding run's slot was lent
         if outcome.kind == "completed":
             return _new_item(  # a ``SettleItem``, without the class's call (``frozen.py``)
                 job_id=job.id,

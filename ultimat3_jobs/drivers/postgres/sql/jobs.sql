@@ -436,18 +436,21 @@ select id from done
 -- holds more rows than before. A next run is fenced by state and claim token and must hold no
 -- live slot of its key already; its slot must be below its limit. The grant's moment is one
 -- clock_timestamp(), at or after the settled runs' finished_at (now()): the row's acquired_at
--- and the next run's started_at, so the runs' stamps never overlap. A row is fenced by the job
+-- and the next run's started_at, so the runs' stamps never overlap; a next run marked relayed
+-- (it already runs on the slot, lent) is not stamped here: its own settle stamps it started at
+-- that settle's moment, so the hand-off writes no x_jobs row for it. A row is fenced by the job
 -- it belonged to, so a slot taken over meanwhile (expired) is left alone. The rows no next run
 -- takes are deleted, as every settle does.
 offered as (
-    select o.n, o.job_id, o.token, o.key, o.lim
+    select o.n, o.job_id, o.token, o.key, o.lim, o.relayed
     from unnest({{batch_array(param=next_ids, type=uuid)}},
                 {{batch_array(param=next_tokens, type=uuid)}},
                 {{batch_array(param=next_keys, type=text)}},
-                {{batch_array(param=next_limits, type=int)}})
-        with ordinality as o(job_id, token, key, lim, n)
+                {{batch_array(param=next_limits, type=int)}},
+                {{batch_array(param=next_relayed, type=bool)}})
+        with ordinality as o(job_id, token, key, lim, relayed, n)
 ), next_runs as (
-    select o.n, o.job_id, o.token, o.key, o.lim, j.lease_expires_at,
+    select o.n, o.job_id, o.token, o.key, o.lim, o.relayed, j.lease_expires_at,
            row_number() over (partition by o.key order by o.n) as rank
     from offered o
     join x_jobs j on j.id = o.job_id and {{held_state(row=j)}} and j.claim_token = o.token
@@ -471,13 +474,15 @@ offered as (
            (array_agg(u.job_id) filter (where not u.freeing))[1] as job_id,
            (array_agg(u.token) filter (where not u.freeing))[1] as token,
            (array_agg(u.lease_expires_at) filter (where not u.freeing))[1] as lease_expires_at,
-           (array_agg(u.lim) filter (where not u.freeing))[1] as lim
+           (array_agg(u.lim) filter (where not u.freeing))[1] as lim,
+           (array_agg(u.relayed) filter (where not u.freeing))[1] as relayed
     from (
         select f.key::text as key, f.rank, true as freeing, f.slot, f.job_id, null::uuid as token,
-               null::timestamptz as lease_expires_at, null::int as lim
+               null::timestamptz as lease_expires_at, null::int as lim, null::bool as relayed
         from freeing f
         union all
-        select r.key, r.rank, false, null, r.job_id, r.token, r.lease_expires_at, r.lim
+        select r.key, r.rank, false, null, r.job_id, r.token, r.lease_expires_at, r.lim,
+               r.relayed
         from next_runs r
     ) as u
     group by u.key, u.rank
@@ -491,13 +496,15 @@ offered as (
     cross join stamp t
     where p.slot < p.lim
       and l.key = p.key and l.slot = p.slot and l.job_id = p.owner and l.kind = 'concurrency'
-    returning l.job_id
+    returning l.job_id, p.relayed
+), stamped as (
+    select h.job_id from handed h where not h.relayed
 ), freed as (
     delete from x_job_leases l
     using paired p
     where p.owner is not null and not coalesce(p.slot < p.lim, false)
       and l.key = p.key and l.slot = p.slot and l.job_id = p.owner and l.kind = 'concurrency'
-), {{grants_started(grants=handed)}}
+), {{grants_started(grants=stamped)}}
 
 -- fragment: handoff_answer(settled)
 -- The answer of job_settle_handoff and job_settle_many_handoff: each settled id ('settled'),
@@ -505,7 +512,7 @@ offered as (
 -- statement found ('held': the runs its slot was lent to held it).
 select id, 'settled' as kind from $settled
 union all
-select id, 'granted' from started
+select job_id, 'granted' from handed
 union all
 select distinct job_id, 'held' from freeing
 
