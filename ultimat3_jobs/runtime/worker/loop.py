@@ -41,8 +41,7 @@ from ultimat3_jobs.types import ClaimedJob
 
 logger = logging.getLogger("ultimat3_jobs.worker")
 
-EXIT_OK = 0
-EXIT_FORCED = 1
+EXIT_OK, EXIT_FORCED = 0, 1
 STORE_RETRY_CEILING_SECONDS = 5.0
 
 
@@ -224,8 +223,8 @@ class Worker:
         return self._ahead.wanted(free, self._limits.gate.holdings.ending)
 
     def _start_waiting(self, *, leases: bool = True) -> None:
-        """Start attempts claimed ahead in the free slots, their leases taken together: by the loop,
-        and by a body's thread freeing its slot (``leases=False``: up to one needing a lease)."""
+        """Start claimed-ahead attempts in free slots, leases taken together (``leases=False``: by
+        a body's thread freeing its slot, at most one needing a lease); the loop calls it too."""
         while self._accepting and (waiting := len(self._ahead)):
             room = self._reserve(waiting)  # their slots taken now; never past --max-jobs
             batch = self._ahead.take_many(room, limited=leases)
@@ -235,9 +234,9 @@ class Worker:
                 return
             freed = self._limits.freed()
             verdicts = self._limits.start(batch)  # hook: limits — their leases, taken now
-            if verdicts.count("run") == len(batch):  # no slot given back: no other pass finds
-                for attempt in batch:  # one (and no zip: its ``strict`` keyword, parsed per
-                    self._start(attempt)  # call, cost about 1,000 instructions; callgrind)
+            if verdicts.count("run") == len(batch):  # none given back: another pass finds none
+                for attempt in batch:  # (no zip: its strict keyword cost ~1,000 instructions)
+                    self._start(attempt)
                 return
             for attempt, verdict in zip(batch, verdicts, strict=True):
                 if verdict == "run":

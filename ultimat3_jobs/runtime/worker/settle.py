@@ -11,8 +11,7 @@ Only a lost connection is retried (until it is back): an outcome is never droppe
 connection was. A write the database refuses (a value it cannot store, a constraint) is never
 retried as it is: the batch is split in halves until the refused endings stand alone, the others
 land once, and each refused ending is written once more with an ``ultimat3_jobs.SettleRefused``
-error saying what was refused: a refused result fails its job for good, a refused nack keeps its
-action with that error in place of its own.
+error saying what was refused (a refused result fails its job; a refused nack keeps its action).
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ SETTLE_REFUSED = "ultimat3_jobs.SettleRefused"
 LENDING = ("completed", "failed")
 """The endings whose slot is lent to the next run of its key at once (``handoff.py``); a lost
 attempt's is not (its lease may be gone), nor a suspended one's (its step's write freed it)."""
-WAKE = "wake"
-"""The marker that wakes the settler for the endings it holds back (``heldback.py``)."""
+WAKE = "wake"  # the marker that wakes the settler for the endings it holds back (heldback.py)
 
 
 class Settler(threading.Thread):
