@@ -34,8 +34,9 @@ the table as it was then: made while ``x_jobs`` was empty (a worker polling a ne
 table), it scans the whole table per claim once a backlog lands (123 ms a claim of 90 at
 100,000 rows, 3.5 ms replanned). Only an invalidation replans it (an ``ANALYZE`` or ``VACUUM``
 of the table: autovacuum, when it runs), so a connection discards its cached plans every
-:data:`REPLAN_SECONDS` (``DISCARD PLANS``, before a bound statement; the prepared statements
-stay and are planned again on their next run).
+:data:`REPLAN_SECONDS` once it ran :data:`REPLAN_STATEMENTS` prepared statements (``DISCARD
+PLANS``, before a bound statement; the prepared statements stay and are planned again on their
+next run).
 
 (Binding server-side alone, unprepared, measured no cheaper than Django's client-side binding
 with psycopg's C implementation, so an unprepared bound statement takes Django's cursor.)
@@ -97,14 +98,23 @@ PROOF = b"select pg_backend_pid()"
 
 REPLAN_SECONDS = 10.0
 """How long a connection runs its prepared statements on the plans cached for them before it
-discards them (see the module's docstring): a plan chosen for the table as it was is used that
-long at most, and each statement is planned again about once per period."""
+discards them (see the module's docstring), once it also ran :data:`REPLAN_STATEMENTS` of them:
+a busy connection's statements are planned again about once per period."""
+
+REPLAN_STATEMENTS = 20
+"""How many prepared statements a connection runs on its cached plans, at least, before it
+discards them: ``DISCARD PLANS`` is a transaction of its own, and an idle worker, which runs a
+prepared statement every 10 to 60 seconds, would otherwise send one before each (statements per
+minute of an idle worker: 10 to 16). A plan made while ``x_jobs`` was empty is kept for 20
+statements at most after a backlog lands (or until an ``ANALYZE`` replans it)."""
 
 _proven: weakref.WeakKeyDictionary[psycopg.Connection[Any], bool] = weakref.WeakKeyDictionary()
 _refused_aliases: set[str] = set()
-_planned_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+_planned_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], list[float]] = (
     weakref.WeakKeyDictionary()
 )
+"""Per connection: when its plans were last discarded (or it first ran a prepared statement),
+and how many prepared statements it has run since."""
 
 
 class BoundCursor(psycopg.Cursor[Any]):
@@ -172,16 +182,19 @@ def direct_session(connection: Any) -> bool:
 
 def _discard_old_plans(connection: Any) -> None:
     """``DISCARD PLANS`` on the open Django ``connection`` when its cached plans are
-    :data:`REPLAN_SECONDS` old, outside a pipeline (on the psycopg connection, as the proof)."""
+    :data:`REPLAN_SECONDS` old and served :data:`REPLAN_STATEMENTS`, outside a pipeline (on the
+    psycopg connection, as the proof)."""
     raw = connection.connection
     now = time.monotonic()
-    if now - _planned_since.setdefault(raw, now) < REPLAN_SECONDS:
+    since = _planned_since.setdefault(raw, [now, 0])
+    since[1] += 1
+    if since[1] <= REPLAN_STATEMENTS or now - since[0] < REPLAN_SECONDS:
         return
     if raw.info.pipeline_status != psycopg.pq.PipelineStatus.OFF:
         return
     with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
         cursor.execute(b"discard plans", prepare=False)
-    _planned_since[raw] = now
+    _planned_since[raw] = [now, 1]
 
 
 def _refused(alias: str, named: int, answering: Any) -> None:
