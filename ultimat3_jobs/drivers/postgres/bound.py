@@ -110,11 +110,22 @@ statements at most after a backlog lands (or until an ``ANALYZE`` replans it).""
 
 _proven: weakref.WeakKeyDictionary[psycopg.Connection[Any], bool] = weakref.WeakKeyDictionary()
 _refused_aliases: set[str] = set()
-_planned_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], list[float]] = (
+
+
+class _Plans:
+    """Of a connection: when its plans were last discarded (or it first ran a prepared
+    statement), and how many prepared statements it has run since."""
+
+    __slots__ = ("runs", "since")
+
+    def __init__(self, since: float) -> None:
+        self.since = since
+        self.runs = 0
+
+
+_planned_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Plans] = (
     weakref.WeakKeyDictionary()
 )
-"""Per connection: when its plans were last discarded (or it first ran a prepared statement),
-and how many prepared statements it has run since."""
 
 
 class BoundCursor(psycopg.Cursor[Any]):
@@ -186,15 +197,17 @@ def _discard_old_plans(connection: Any) -> None:
     psycopg connection, as the proof)."""
     raw = connection.connection
     now = time.monotonic()
-    since = _planned_since.setdefault(raw, [now, 0])
-    since[1] += 1
-    if since[1] <= REPLAN_STATEMENTS or now - since[0] < REPLAN_SECONDS:
+    plans = _planned_since.get(raw)
+    if plans is None:
+        plans = _planned_since[raw] = _Plans(now)
+    plans.runs += 1
+    if plans.runs <= REPLAN_STATEMENTS or now - plans.since < REPLAN_SECONDS:
         return
     if raw.info.pipeline_status != psycopg.pq.PipelineStatus.OFF:
         return
     with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
         cursor.execute(b"discard plans", prepare=False)
-    _planned_since[raw] = [now, 1]
+    plans.since, plans.runs = now, 1
 
 
 def _refused(alias: str, named: int, answering: Any) -> None:
