@@ -38,6 +38,7 @@ from ultimat3_jobs.model.steps import (
     Plan,
     StepState,
     StepWriter,
+    Wait,
     Write,
 )
 
@@ -173,26 +174,24 @@ class _Checks[Answer]:
             return None
         return self._state.plan_run(name, fn, compensate=call.compensate, timeout=limit, put=record)
 
-    def _wait_plan(self, name: str, **wait: Any) -> Plan | None:
+    def _wait_plan(self, name: str, wait: Wait) -> Plan | None:
         """The plan of a sleep or a wait; ``None`` for a direct call (which answers ``None``)."""
         if self._state is None:
             self._direct(name)
             return None
-        return self._state.plan_wait(name, **wait)
+        return self._state.plan_wait(name, wait)
 
     def _sleep_plan(self, name: str, duration: Duration) -> Plan | None:
         seconds = seconds_of(str(name), "duration", duration)
-        return self._wait_plan(name, kind="sleep", seconds=seconds)
+        return self._wait_plan(name, Wait("sleep", seconds=seconds))
 
     def _sleep_until_plan(self, name: str, when: datetime) -> Plan | None:
-        return self._wait_plan(name, kind="sleep", until=aware(str(name), when))
+        return self._wait_plan(name, Wait("sleep", until=aware(str(name), when)))
 
     def _event_plan(self, name: str, event: object, key: object, timeout: object) -> Plan | None:
         checked_event, checked_key = check_event(event, key)
         seconds = seconds_of(str(name), "timeout", timeout)
-        return self._wait_plan(
-            name, kind="event", event=checked_event, key=checked_key, seconds=seconds
-        )
+        return self._wait_plan(name, Wait("event", checked_event, checked_key, seconds))
 
 
 class Steps(_Checks[Any]):
