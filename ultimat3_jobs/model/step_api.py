@@ -91,7 +91,7 @@ def _drive_joined(plan: Plan, database: str) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class _RunCall:
-    """What one ``run`` was called with, as :meth:`_Checks.run` hands it to its API."""
+    """What one ``run`` was called with, as :meth:`_StepsBase.run` hands it to its API."""
 
     name: str
     fn: Callable[[], Any]
@@ -100,7 +100,7 @@ class _RunCall:
     atomic: bool
 
 
-class _Checks[Answer]:
+class _StepsBase[Answer]:
     """What both APIs share: ``run``, declared once (each API runs it its own way, answering
     ``Answer``: the result, or an awaitable of it), and the argument checks made before a plan
     runs (nothing is written when one refuses)."""
@@ -194,7 +194,7 @@ class _Checks[Answer]:
         return self._wait_plan(name, Wait("event", checked_event, checked_key, seconds))
 
 
-class Steps(_Checks[Any]):
+class Steps(_StepsBase[Any]):
     """``ctx.step`` in a sync body."""
 
     def run_recorded(self, name: str, fn: Callable[[], Any], *, record: Callable[..., Any]) -> Any:
@@ -251,7 +251,7 @@ class Steps(_Checks[Any]):
         return _drive_sync(plan, self._state.writer)
 
 
-class AsyncSteps(_Checks[Awaitable[Any]]):
+class AsyncSteps(_StepsBase[Awaitable[Any]]):
     """``ctx.step`` in an ``async def`` body: the same methods, awaited."""
 
     async def _run(self, call: _RunCall) -> Any:
