@@ -114,25 +114,6 @@ class _StepsBase[Answer]:
         """How many done steps this run reached have a compensation to run on unwind."""
         return 0 if self._state is None else len(self._state.reached)
 
-    def _joined(self, name: str, atomic: object) -> str | None:
-        """The database whose transaction an ``atomic=True`` step runs in, or ``None`` (not
-        atomic, a direct call, or a store outside the Django database)."""
-        if atomic is False:
-            return None
-        if not isinstance(atomic, bool):
-            raise StepInvalid(
-                f"step {name!r}: atomic must be True or False; got {type(atomic).__name__}",
-                field=str(name),
-                rule="atomic-bool",
-            )
-        if not atomic or self._state is None:
-            return None
-        return self._state.driver.transaction_database
-
-    def _direct(self, name: object) -> None:
-        check_step_name(name, self._used)
-        self._used.add(str(name))
-
     def run(
         self,
         name: str,
@@ -161,7 +142,27 @@ class _StepsBase[Answer]:
         return self._run(_RunCall(name, fn, compensate, timeout, atomic))
 
     def _run(self, call: _RunCall) -> Answer:
+        """Run ``call`` this API's way: on the body's thread, or awaited on its event loop."""
         raise NotImplementedError
+
+    def _joined(self, name: str, atomic: object) -> str | None:
+        """The database whose transaction an ``atomic=True`` step runs in, or ``None`` (not
+        atomic, a direct call, or a store outside the Django database)."""
+        if atomic is False:
+            return None
+        if not isinstance(atomic, bool):
+            raise StepInvalid(
+                f"step {name!r}: atomic must be True or False; got {type(atomic).__name__}",
+                field=str(name),
+                rule="atomic-bool",
+            )
+        if not atomic or self._state is None:
+            return None
+        return self._state.driver.transaction_database
+
+    def _direct(self, name: object) -> None:
+        check_step_name(name, self._used)
+        self._used.add(str(name))
 
     def _run_plan(self, call: _RunCall, record: Callable[..., Any] | None = None) -> Plan | None:
         """The plan of a ``run`` step; ``None`` for a direct call (``fn`` checked, the name
@@ -203,7 +204,7 @@ class Steps(_StepsBase[Any]):
         ``step_put``: for a factory whose own bookkeeping lands in the same statement as the
         step's record (a backfill's ledger count). A direct call stores nothing, as
         :meth:`run`."""
-        return self._run(_RunCall(name, fn, None, None, True), record)
+        return self._run(_RunCall(name, fn, compensate=None, timeout=None, atomic=True), record)
 
     def _run(self, call: _RunCall, record: Callable[..., Any] | None = None) -> Any:
         plan = self._run_plan(call, record)
