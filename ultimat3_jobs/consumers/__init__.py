@@ -1,8 +1,5 @@
 """Consumers: ``consumer(name, source=..., handle=...)`` reads a stream of rows in batches after a
 committed cursor; each batch and the cursor that moves past it commit in one transaction.
-
-The names load on first use, so importing this package (as ``models.py`` does, for the table)
-touches neither settings nor the job registry.
 """
 
 from __future__ import annotations
@@ -29,6 +26,8 @@ __all__ = [
     "rows_after",
 ]
 
+# The names load on first use: importing this package (as models.py does, for the table) touches
+# neither settings nor the job registry.
 __getattr__ = lazy_exports(
     __name__,
     {

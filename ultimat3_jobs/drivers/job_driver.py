@@ -328,10 +328,8 @@ class JobDriver(
 
 
 def describe(driver: JobDriver) -> dict[str, Any]:
-    """The capabilities of a driver, for logs and checks."""
+    """The capabilities of a driver, for logs and checks: each of these attributes by its name."""
     return {
-        "name": driver.name,
-        "database": driver.database,
-        "enqueue_joins_transaction": driver.enqueue_joins_transaction,
-        "store_in_orm": driver.store_in_orm,
+        attribute: getattr(driver, attribute)
+        for attribute in ("name", "database", "enqueue_joins_transaction", "store_in_orm")
     }

@@ -71,6 +71,10 @@ class BackfillDeclaration:
 
 
 _declared: Declared[BackfillDeclaration] = Declared("backfill", BackfillInvalid)
+declared_backfills = _declared.all
+"""Every declared backfill, by name."""
+backfill_declaration = _declared.get
+"""The backfill declared under ``name``, or :class:`BackfillInvalid` naming the known."""
 
 
 def _refuse(name: str, option: str, rule: str, value: Any) -> BackfillInvalid:
@@ -156,16 +160,6 @@ def backfill(
     )
     _declared.add(name, declaration)
     return handle_
-
-
-def declared_backfills() -> list[BackfillDeclaration]:
-    """Every declared backfill, by name."""
-    return _declared.all()
-
-
-def backfill_declaration(name: str) -> BackfillDeclaration:
-    """The backfill declared under ``name``, or :class:`BackfillInvalid` naming the known."""
-    return _declared.get(name)
 
 
 def run(declaration: BackfillDeclaration, ctx: JobContext) -> dict[str, Any]:

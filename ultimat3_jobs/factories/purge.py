@@ -82,6 +82,11 @@ class PurgeDeclaration:
 
 
 _declared: Declared[PurgeDeclaration] = Declared("purge", JobDeclarationInvalid)
+declared_purges = _declared.all
+"""Every declared purge, by name."""
+purge_declaration = _declared.get
+"""The purge declared under ``name``; :class:`JobDeclarationInvalid` naming the declared ones
+when there is none."""
 
 
 def _refuse(name: str, option: str, rule: str, value: Any) -> JobDeclarationInvalid:
@@ -138,17 +143,6 @@ def purge(
         handle = job(name=name, queue=queue, tenant="none")(body)
     _declared.add(name, PurgeDeclaration(name, checked, batch_size, max_batches, handle))
     return handle
-
-
-def declared_purges() -> list[PurgeDeclaration]:
-    """Every declared purge, by name."""
-    return _declared.all()
-
-
-def purge_declaration(name: str) -> PurgeDeclaration:
-    """The purge declared under ``name``; :class:`JobDeclarationInvalid` naming the declared
-    ones when there is none."""
-    return _declared.get(name)
 
 
 def run_pass(declaration: PurgeDeclaration, ctx: JobContext) -> dict[str, int]:

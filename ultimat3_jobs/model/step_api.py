@@ -15,7 +15,8 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from ultimat3_jobs.model.steps import (
     Plan,
     StepState,
     StepWriter,
+    Wait,
     Write,
 )
 
@@ -87,9 +89,21 @@ def _drive_joined(plan: Plan, database: str) -> Any:
         return _drive_sync(plan, InlineWriter())
 
 
-class _Checks:
-    """The argument checks both APIs make before a plan runs (nothing is written when one
-    refuses)."""
+@dataclass(frozen=True, slots=True)
+class _RunCall:
+    """What one ``run`` was called with, as :meth:`_StepsBase.run` hands it to its API."""
+
+    name: str
+    fn: Callable[[], Any]
+    compensate: Callable[[Any], Any] | None
+    timeout: Duration | None
+    atomic: bool
+
+
+class _StepsBase[Answer]:
+    """What both APIs share: ``run``, declared once (each API runs it its own way, answering
+    ``Answer``: the result, or an awaitable of it), and the argument checks made before a plan
+    runs (nothing is written when one refuses)."""
 
     def __init__(self, state: StepState | None = None) -> None:
         self._state = state
@@ -99,6 +113,37 @@ class _Checks:
     def compensations(self) -> int:
         """How many done steps this run reached have a compensation to run on unwind."""
         return 0 if self._state is None else len(self._state.reached)
+
+    def run(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        *,
+        compensate: Callable[[Any], Any] | None = None,
+        timeout: Duration | None = None,
+        atomic: bool = False,
+    ) -> Answer:
+        """Run ``fn()`` once per job: store its result (JSON) and answer the stored form; on a
+        replay answer the stored result without calling ``fn``. ``compensate(result)`` runs if
+        the job later fails for good. Over ``timeout`` seconds the step fails and stores
+        nothing.
+
+        ``atomic=True``: ``fn`` runs inside ``transaction.atomic()`` on the job database and
+        the step's record is written in that same transaction, so what ``fn`` writes there and
+        the record commit together or not at all: those writes happen once per job, never
+        again on a replay. With a store outside the Django database (Redis, memory) the record
+        is written after ``fn``, as for any step.
+
+        In an ``async def`` body (awaited): ``fn`` (and ``compensate``) may be ``async def``;
+        over ``timeout`` the step's coroutine is cancelled. ``atomic=True`` is refused there
+        (``X_STEP_INVALID``): a step's writes and its record share one transaction only on one
+        thread's connection, which an ``async def`` body does not hold; declare the body as a
+        plain function for it."""
+        return self._run(_RunCall(name, fn, compensate, timeout, atomic))
+
+    def _run(self, call: _RunCall) -> Answer:
+        """Run ``call`` this API's way: on the body's thread, or awaited on its event loop."""
+        raise NotImplementedError
 
     def _joined(self, name: str, atomic: object) -> str | None:
         """The database whose transaction an ``atomic=True`` step runs in, or ``None`` (not
@@ -119,68 +164,39 @@ class _Checks:
         check_step_name(name, self._used)
         self._used.add(str(name))
 
-    def _run_plan(
-        self,
-        name: str,
-        fn: Callable[[], Any],
-        compensate: Callable[[Any], Any] | None,
-        timeout: Duration | None,
-        record: Callable[..., Any] | None = None,
-    ) -> Plan | None:
+    def _run_plan(self, call: _RunCall, record: Callable[..., Any] | None = None) -> Plan | None:
         """The plan of a ``run`` step; ``None`` for a direct call (``fn`` checked, the name
         taken: the caller calls ``fn`` itself)."""
+        name, fn, timeout = call.name, call.fn, call.timeout
         limit = None if timeout is None else seconds_of(str(name), "timeout", timeout)
         if self._state is None:
             check_callable(str(name), "fn", fn)
             self._direct(name)
             return None
-        return self._state.plan_run(name, fn, compensate=compensate, timeout=limit, put=record)
+        return self._state.plan_run(name, fn, compensate=call.compensate, timeout=limit, put=record)
 
-    def _wait_plan(self, name: str, **wait: Any) -> Plan | None:
+    def _wait_plan(self, name: str, wait: Wait) -> Plan | None:
         """The plan of a sleep or a wait; ``None`` for a direct call (which answers ``None``)."""
         if self._state is None:
             self._direct(name)
             return None
-        return self._state.plan_wait(name, **wait)
+        return self._state.plan_wait(name, wait)
 
     def _sleep_plan(self, name: str, duration: Duration) -> Plan | None:
         seconds = seconds_of(str(name), "duration", duration)
-        return self._wait_plan(name, kind="sleep", seconds=seconds)
+        return self._wait_plan(name, Wait("sleep", seconds=seconds))
 
     def _sleep_until_plan(self, name: str, when: datetime) -> Plan | None:
-        return self._wait_plan(name, kind="sleep", until=aware(str(name), when))
+        return self._wait_plan(name, Wait("sleep", until=aware(str(name), when)))
 
     def _event_plan(self, name: str, event: object, key: object, timeout: object) -> Plan | None:
         checked_event, checked_key = check_event(event, key)
         seconds = seconds_of(str(name), "timeout", timeout)
-        return self._wait_plan(
-            name, kind="event", event=checked_event, key=checked_key, seconds=seconds
-        )
+        return self._wait_plan(name, Wait("event", checked_event, checked_key, seconds))
 
 
-class Steps(_Checks):
+class Steps(_StepsBase[Any]):
     """``ctx.step`` in a sync body."""
-
-    def run(
-        self,
-        name: str,
-        fn: Callable[[], Any],
-        *,
-        compensate: Callable[[Any], Any] | None = None,
-        timeout: Duration | None = None,
-        atomic: bool = False,
-    ) -> Any:
-        """Run ``fn()`` once per job: store its result (JSON) and answer the stored form; on a
-        replay answer the stored result without calling ``fn``. ``compensate(result)`` runs if
-        the job later fails for good. Over ``timeout`` seconds the step fails and stores
-        nothing.
-
-        ``atomic=True``: ``fn`` runs inside ``transaction.atomic()`` on the job database and
-        the step's record is written in that same transaction, so what ``fn`` writes there and
-        the record commit together or not at all: those writes happen once per job, never
-        again on a replay. With a store outside the Django database (Redis, memory) the record
-        is written after ``fn``, as for any step."""
-        return self._run(name, fn, compensate, timeout, atomic)
 
     def run_recorded(self, name: str, fn: Callable[[], Any], *, record: Callable[..., Any]) -> Any:
         """:meth:`run` with ``atomic=True`` whose record is written by ``record``, a store
@@ -188,21 +204,13 @@ class Steps(_Checks):
         ``step_put``: for a factory whose own bookkeeping lands in the same statement as the
         step's record (a backfill's ledger count). A direct call stores nothing, as
         :meth:`run`."""
-        return self._run(name, fn, None, None, True, record)
+        return self._run(_RunCall(name, fn, compensate=None, timeout=None, atomic=True), record)
 
-    def _run(
-        self,
-        name: str,
-        fn: Callable[[], Any],
-        compensate: Callable[[Any], Any] | None,
-        timeout: Duration | None,
-        atomic: bool,
-        record: Callable[..., Any] | None = None,
-    ) -> Any:
-        plan = self._run_plan(name, fn, compensate, timeout, record)
-        joined = self._joined(name, atomic)
+    def _run(self, call: _RunCall, record: Callable[..., Any] | None = None) -> Any:
+        plan = self._run_plan(call, record)
+        joined = self._joined(call.name, call.atomic)
         if plan is None:
-            return json.loads(step_json(name, fn()))
+            return json.loads(step_json(call.name, call.fn()))
         if joined is not None:
             return _drive_joined(plan, joined)
         return self._drive(plan)
@@ -244,25 +252,13 @@ class Steps(_Checks):
         return _drive_sync(plan, self._state.writer)
 
 
-class AsyncSteps(_Checks):
+class AsyncSteps(_StepsBase[Awaitable[Any]]):
     """``ctx.step`` in an ``async def`` body: the same methods, awaited."""
 
-    async def run(
-        self,
-        name: str,
-        fn: Callable[[], Any],
-        *,
-        compensate: Callable[[Any], Any] | None = None,
-        timeout: Duration | None = None,
-        atomic: bool = False,
-    ) -> Any:
-        """:meth:`Steps.run`; ``fn`` (and ``compensate``) may be ``async def``. Over
-        ``timeout`` the step's coroutine is cancelled. ``atomic=True`` is refused here
-        (``X_STEP_INVALID``): a step's writes and its record share one transaction only on one
-        thread's connection, which an ``async def`` body does not hold; declare the body as a
-        plain function for it."""
-        if atomic is not False:
-            self._joined(name, atomic)
+    async def _run(self, call: _RunCall) -> Any:
+        name = call.name
+        if call.atomic is not False:
+            self._joined(name, call.atomic)
             raise StepInvalid(
                 f"step {name!r}: atomic=True needs a sync body (a plain def): an async body's "
                 "step writes run on other connections than its own, so its writes and the "
@@ -270,9 +266,9 @@ class AsyncSteps(_Checks):
                 field=str(name),
                 rule="atomic-sync-body",
             )
-        plan = self._run_plan(name, fn, compensate, timeout)
+        plan = self._run_plan(call)
         if plan is None:
-            value = fn()
+            value = call.fn()
             if inspect.isawaitable(value):
                 value = await value
             return json.loads(step_json(name, value))

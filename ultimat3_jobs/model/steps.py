@@ -23,7 +23,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -86,6 +86,19 @@ class InlineWriter:
 
     async def acall(self, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
         return method(**kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """What a sleep (``kind="sleep"``, for ``seconds`` or ``until``) or a wait for ``event`` and
+    ``key`` (``kind="event"``, at most ``seconds``) waits for: the arguments of the store's
+    ``step_wait`` past the step's name and place."""
+
+    kind: StepKind
+    event: str | None = None
+    key: str | None = None
+    seconds: float | None = None
+    until: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -218,31 +231,14 @@ class StepState:
             self.reached.append(Reached(seq, name, kind, compensate, output))
         return output
 
-    def plan_wait(
-        self,
-        name: str,
-        *,
-        kind: StepKind,
-        event: str | None = None,
-        key: str | None = None,
-        seconds: float | None = None,
-        until: datetime | None = None,
-    ) -> Plan:
+    def plan_wait(self, name: str, wait: Wait) -> Plan:
         record = yield from self._begin(name)
         if record is None:
             record = yield from self._write(
-                name,
-                self.driver.step_wait,
-                name=name,
-                seq=self._next_seq(),
-                kind=kind,
-                event=event,
-                key=key,
-                seconds=seconds,
-                until=until,
+                name, self.driver.step_wait, name=name, seq=self._next_seq(), **asdict(wait)
             )
         else:
-            self._expect(record, kind, event, key)
+            self._expect(record, wait.kind, wait.event, wait.key)
             if record.status == "waiting":
                 record = yield from self._write(name, self.driver.step_wait_resolve, name=name)
         assert self.records is not None

@@ -1,9 +1,6 @@
 """Webhooks out and in: ``webhook`` delivers one signed event to one endpoint, with a ledger of
 every attempt; ``webhook_receiver`` answers a Django view that verifies a delivery before it
 parses it and enqueues its job before it acknowledges it.
-
-The names load on first use, so importing this package (as ``models.py`` does, for the tables)
-touches neither settings nor the HTTP client.
 """
 
 from __future__ import annotations
@@ -30,6 +27,8 @@ __all__ = [
     "webhook_receiver_urls",
 ]
 
+# The names load on first use: importing this package (as models.py does, for the tables) touches
+# neither settings nor the HTTP client.
 __getattr__ = lazy_exports(
     __name__,
     {
