@@ -11,7 +11,7 @@ STAGED = (
     "queue",
     "priority",
     "run_at",
-    "input_json",
+    "input",
     "idempotency_key",
     "tenant_id",
     "enqueued_by",
@@ -19,17 +19,39 @@ STAGED = (
     "lease_seconds",
     "traceparent",
 )
-"""The columns ``outbox_claim`` answers a staged job with, named as :class:`EnqueueRequest`'s
-fields they fill."""
 
 
 def claimed_requests(result: Result) -> list[EnqueueRequest]:
     """``outbox_claim``'s rows as requests, oldest staged first."""
     order = result.picker("created_at", "id")
     pick = result.picker(*STAGED)
-    requests = []
-    for row in sorted(result.rows, key=order):
-        staged = dict(zip(STAGED, pick(row), strict=True))
-        staged["id"] = as_uuid(staged["id"])
-        requests.append(EnqueueRequest(**staged))
-    return requests
+    return [
+        EnqueueRequest(
+            id=as_uuid(id_),
+            name=name,
+            queue=queue,
+            priority=priority,
+            run_at=run_at,
+            input_json=input_json,
+            idempotency_key=key,
+            tenant_id=tenant_id,
+            enqueued_by=enqueued_by,
+            max_attempts=max_attempts,
+            lease_seconds=lease_seconds,
+            traceparent=traceparent,
+        )
+        for (
+            id_,
+            name,
+            queue,
+            priority,
+            run_at,
+            input_json,
+            key,
+            tenant_id,
+            enqueued_by,
+            max_attempts,
+            lease_seconds,
+            traceparent,
+        ) in map(pick, sorted(result.rows, key=order))
+    ]

@@ -34,7 +34,7 @@ where o.id = p.id
 returning o.id, o.name, o.queue, o.priority,
           -- A row already due publishes as due now, so the publish wakes the workers.
           case when o.run_at <= now() then null else o.run_at end as run_at,
-          o.input::text as input_json, o.idempotency_key,
+          o.input::text, o.idempotency_key,
           o.tenant_id, o.enqueued_by, o.max_attempts, o.lease_seconds, o.traceparent,
           o.created_at
 
