@@ -10,18 +10,8 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
+import ultimat3_jobs.types as types
 from ultimat3_jobs.drivers.common import QUEUE_STATS_ROWS, JobListQuery, check_job_list
-from ultimat3_jobs.types import (
-    BulkResult,
-    CounterPeriod,
-    CounterRow,
-    CounterTotal,
-    JobPage,
-    JobRecord,
-    Pause,
-    PauseScope,
-    QueueStats,
-)
 
 
 class OperatorSeam(abc.ABC):
@@ -29,7 +19,7 @@ class OperatorSeam(abc.ABC):
     named and ruled like the rest of the seam."""
 
     @abc.abstractmethod
-    def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
+    def job_get(self, *, job_id: uuid.UUID) -> types.JobRecord | None:
         """The job with that id, or ``None``."""
 
     def job_list(
@@ -42,7 +32,7 @@ class OperatorSeam(abc.ABC):
         search: str | None = None,
         after: uuid.UUID | str | None = None,
         limit: int = 50,
-    ) -> JobPage:
+    ) -> types.JobPage:
         """One page of jobs, newest first by ``(created_at, id)``, for an operator. Each filter
         is ``None`` (any) or matches exactly: ``states``, ``queues`` and ``names`` any of their
         values, ``tenant`` the tenant id, ``search`` a job id or an idempotency key.
@@ -70,7 +60,7 @@ class OperatorSeam(abc.ABC):
         return self.job_list_page(query=query)
 
     @abc.abstractmethod
-    def job_list_page(self, *, query: JobListQuery) -> JobPage:
+    def job_list_page(self, *, query: JobListQuery) -> types.JobPage:
         """The page :meth:`job_list` answers, for its arguments as :func:`check_job_list`
         checked them (the one place they are checked)."""
 
@@ -97,7 +87,7 @@ class OperatorSeam(abc.ABC):
         :class:`~ultimat3_jobs.errors.JobDuplicate` (another live job holds its key)."""
 
     @abc.abstractmethod
-    def job_requeue_failed(self, *, name: str, limit: int) -> BulkResult:
+    def job_requeue_failed(self, *, name: str, limit: int) -> types.BulkResult:
         """Put up to ``limit`` failed jobs of job name ``name`` back to ``queued`` in one write,
         oldest first, as :meth:`job_requeue` does (due now, attempts reset, errors kept), and
         wake the workers of their queues. Refuses none: a job whose idempotency key a live job
@@ -109,16 +99,16 @@ class OperatorSeam(abc.ABC):
 
     @abc.abstractmethod
     def pause_add(
-        self, *, scope: PauseScope, target: str, paused_by: str = "", reason: str = ""
+        self, *, scope: types.PauseScope, target: str, paused_by: str = "", reason: str = ""
     ) -> bool:
         """Pause a queue, a job name or a cron. Answers whether it was not paused before."""
 
     @abc.abstractmethod
-    def pause_list(self) -> list[Pause]:
+    def pause_list(self) -> list[types.Pause]:
         """Every pause, oldest first."""
 
     @abc.abstractmethod
-    def pause_remove(self, *, scope: PauseScope, target: str) -> bool:
+    def pause_remove(self, *, scope: types.PauseScope, target: str) -> bool:
         """Lift a pause. Answers whether there was one."""
 
     @abc.abstractmethod
@@ -127,7 +117,7 @@ class OperatorSeam(abc.ABC):
         :data:`QUEUE_DEMAND_ROWS`; 0 for a paused queue."""
 
     @abc.abstractmethod
-    def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
+    def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[types.QueueStats]:
         """Per queue and state that holds a job, how many, in one read, by queue then state.
         ``queued`` and ``running`` are exact, and ``queued`` carries how long its oldest due
         job has waited. Finished states are counted up to ``limit`` rows per job name and
@@ -154,8 +144,8 @@ class OperatorSeam(abc.ABC):
 
     @abc.abstractmethod
     def counter_read(
-        self, *, since: datetime, period: CounterPeriod = "minute"
-    ) -> list[CounterRow]:
+        self, *, since: datetime, period: types.CounterPeriod = "minute"
+    ) -> list[types.CounterRow]:
         """The counter rows of ``period`` whose bucket starts at or after ``since`` truncated to
         the period (so the bucket holding ``since`` is included), by bucket then name."""
 
@@ -167,7 +157,7 @@ class OperatorSeam(abc.ABC):
         by whichever write deletes it."""
 
     @abc.abstractmethod
-    def counter_total(self) -> list[CounterTotal]:
+    def counter_total(self) -> list[types.CounterTotal]:
         """Per job name, its counts summed over every bucket of both periods, by name: what
         has settled since the counters began. A bucket counts in one period only (a rollup
         that writes hour rows must delete the minute rows it folds, in the same write).

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import ultimat3_jobs.types as types
 from ultimat3_jobs.carry import carry
 from ultimat3_jobs.drivers.base import (
     RESCUE_BATCH_DEFAULT,
@@ -25,20 +26,6 @@ from ultimat3_jobs.drivers.jsonb import jsonb_entry as _normalized
 from ultimat3_jobs.drivers.memory.commit import hold_until_commit
 from ultimat3_jobs.drivers.memory.rows import _expired, _json_timestamp, _ReadyEntry, _Row
 from ultimat3_jobs.drivers.memory.state import MemoryState
-from ultimat3_jobs.types import (
-    AckItem,
-    AttemptError,
-    ClaimedJob,
-    EnqueueRequest,
-    EnqueueResult,
-    ExpiredAttempt,
-    FailureDecision,
-    Heartbeat,
-    JobState,
-    NackAction,
-    RescuedJob,
-    SettleItem,
-)
 
 LEASE_EXPIRED_ENTRY = {
     "error_class": "ultimat3_jobs.LeaseExpired",
@@ -46,13 +33,13 @@ LEASE_EXPIRED_ENTRY = {
     "traceback": "",
 }
 RESCUE_COUNTERS = {"retry": "retried", "fail": "dead", "drop": "dropped"}
-RESCUE_STATES = {"retry": JobState.QUEUED, "fail": JobState.FAILED, "drop": None}
+RESCUE_STATES = {"retry": types.JobState.QUEUED, "fail": types.JobState.FAILED, "drop": None}
 
 
 class JobStatements(MemoryState):
     """Enqueue, claim, settle, heartbeat and rescue."""
 
-    def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+    def job_ack_many(self, *, items: Sequence[types.AckItem]) -> set[uuid.UUID]:
         if not items:
             return set()
         for item in items:
@@ -75,14 +62,14 @@ class JobStatements(MemoryState):
     def _complete(
         self, row: _Row, result_json: str, progress_json: str | None, now: datetime
     ) -> None:
-        self._move(row, JobState.COMPLETED)
+        self._move(row, types.JobState.COMPLETED)
         row.result_json = result_json
         row.progress_json = progress_json or row.progress_json
         row.finished_at = now
         row.lease_expires_at = None
         self._count(row.name, now, "completed")
 
-    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+    def job_settle_many(self, *, items: Sequence[types.SettleItem]) -> set[uuid.UUID]:
         entries: list[dict[str, Any] | None] = []
         for item in items:
             check_settle_action(item.action)
@@ -104,7 +91,7 @@ class JobStatements(MemoryState):
                 else:
                     if item.action != "drop":
                         row.progress_json = item.progress_json or row.progress_json
-                    action: NackAction = item.action
+                    action: types.NackAction = item.action
                     self._settle_nack(
                         row, action, item.delay_seconds, entry, item.counts_as_attempt
                     )
@@ -114,11 +101,11 @@ class JobStatements(MemoryState):
 
     def job_claim(
         self, *, queues: Sequence[str], limit: int, worker_id: str, lease_seconds: float
-    ) -> list[ClaimedJob]:
+    ) -> list[types.ClaimedJob]:
         names = check_claim_queues(queues)
         if limit <= 0:
             return []
-        claimed: list[ClaimedJob] = []
+        claimed: list[types.ClaimedJob] = []
         with self._lock:
             now = self.now()
             paused_queues = self._paused("queue")
@@ -141,7 +128,7 @@ class JobStatements(MemoryState):
                 entry, queue, job_name = heapq.heappop(heads)
                 heapq.heappop(self._ready[(queue, job_name)])
                 row = self._rows[entry[4]]
-                self._move(row, JobState.RUNNING, popped=True)
+                self._move(row, types.JobState.RUNNING, popped=True)
                 row.attempt += 1
                 row.claim_token = uuid.uuid4()
                 row.worker_id = worker_id
@@ -154,7 +141,7 @@ class JobStatements(MemoryState):
                     heapq.heappush(heads, (top, queue, job_name))
         return claimed
 
-    def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
+    def job_enqueue(self, *, request: types.EnqueueRequest) -> types.EnqueueResult:
         self._check_request(request)
         if (held := hold_until_commit(self, [request])) is not None:
             return held[0]
@@ -163,7 +150,9 @@ class JobStatements(MemoryState):
         self._wake([request], [result])
         return result
 
-    def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+    def job_enqueue_many(
+        self, *, requests: Sequence[types.EnqueueRequest]
+    ) -> list[types.EnqueueResult]:
         for request in requests:
             self._check_request(request)
         if (held := hold_until_commit(self, requests)) is not None:
@@ -180,7 +169,7 @@ class JobStatements(MemoryState):
         attempts: Sequence[tuple[uuid.UUID, uuid.UUID]],
         lease_seconds: float,
         progress: Mapping[uuid.UUID, str] | None = None,
-    ) -> Heartbeat:
+    ) -> types.Heartbeat:
         # No row locks here: no attempt is ever busy, every held one is renewed.
         given = checked_progress(progress)
         landed: set[uuid.UUID] = set()
@@ -195,7 +184,7 @@ class JobStatements(MemoryState):
                 self._renew_slots(row)  # limits: its concurrency slots follow its lease
                 row.progress_json = given.get(job_id, row.progress_json)
                 landed.add(row.id)
-        beat = Heartbeat(renewed=frozenset(landed))
+        beat = types.Heartbeat(renewed=frozenset(landed))
         log_lost_beats(attempts, beat)
         return beat
 
@@ -213,9 +202,9 @@ class JobStatements(MemoryState):
         *,
         job_id: uuid.UUID,
         claim_token: uuid.UUID,
-        action: NackAction,
+        action: types.NackAction,
         delay_seconds: float = 0.0,
-        error: AttemptError | None = None,
+        error: types.AttemptError | None = None,
         counts_as_attempt: bool = True,
         progress_json: str | None = None,
     ) -> bool:
@@ -235,7 +224,7 @@ class JobStatements(MemoryState):
     def _settle_nack(
         self,
         row: _Row,
-        action: NackAction,
+        action: types.NackAction,
         delay_seconds: float,
         entry: dict[str, Any] | None,
         counts_as_attempt: bool,
@@ -254,12 +243,12 @@ class JobStatements(MemoryState):
             row.run_at = now + timedelta(seconds=max(0.0, float(delay_seconds)))
             row.claim_token = None
             row.worker_id = None
-            self._move(row, JobState.QUEUED)
+            self._move(row, types.JobState.QUEUED)
             if counts_as_attempt:
                 self._count(row.name, now, "retried")
         else:
             row.finished_at = now
-            self._move(row, JobState.FAILED)
+            self._move(row, types.JobState.FAILED)
             self._count(row.name, now, "dead" if counts_as_attempt else "refused")
 
     def job_progress(
@@ -278,9 +267,9 @@ class JobStatements(MemoryState):
     def job_rescue_expired(
         self,
         *,
-        decide: Callable[[ExpiredAttempt], FailureDecision],
+        decide: Callable[[types.ExpiredAttempt], types.FailureDecision],
         limit: int = RESCUE_BATCH_DEFAULT,
-    ) -> list[RescuedJob]:
+    ) -> list[types.RescuedJob]:
         with self._lock:
             now = self.now()
             rows = [self._rows[job_id] for job_id in self._running]
@@ -289,7 +278,7 @@ class JobStatements(MemoryState):
             seen = [_expired(row) for row in rows[: max(limit, 0)]]
         # Decided outside the lock, as the SQL driver decides between its two statements.
         decided = [(attempt, decide(attempt)) for attempt in seen]
-        rescued: list[RescuedJob] = []
+        rescued: list[types.RescuedJob] = []
         with self._lock:
             now = self.now()
             for attempt, decision in decided:
@@ -297,10 +286,10 @@ class JobStatements(MemoryState):
                 if row is None or row.lease_expires_at is None or row.lease_expires_at >= now:
                     continue
                 self._rescue_row(row, decision, now)
-                rescued.append(carry(RescuedJob, row, action=decision.action))
+                rescued.append(carry(types.RescuedJob, row, action=decision.action))
         return rescued
 
-    def _rescue_row(self, row: _Row, decision: FailureDecision, now: datetime) -> None:
+    def _rescue_row(self, row: _Row, decision: types.FailureDecision, now: datetime) -> None:
         if decision.counts_as_attempt:
             entry = {"attempt": row.attempt, **LEASE_EXPIRED_ENTRY, "worker_id": row.worker_id}
             row.errors.append(_normalized({**entry, "at": _json_timestamp(now)}))

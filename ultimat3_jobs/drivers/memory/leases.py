@@ -11,14 +11,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-from ultimat3_jobs.drivers.leases_seam import (
-    LEASE_LIST_MAX,
-    LeaseGrant,
-    LeaseHolder,
-    LeaseKind,
-    LeaseRequest,
-    check_lease_list,
-)
+from ultimat3_jobs.carry import carry
+from ultimat3_jobs.drivers import leases_seam
 from ultimat3_jobs.drivers.memory.rows import _Row
 from ultimat3_jobs.drivers.memory.state import MemoryState
 from ultimat3_jobs.types import JobState
@@ -30,14 +24,18 @@ class LeaseStatements(MemoryState):
     has_lease_store: ClassVar[bool] = True
 
     def lease_acquire(
-        self, *, job_id: uuid.UUID, claim_token: uuid.UUID, requests: Sequence[LeaseRequest]
-    ) -> LeaseGrant:
+        self,
+        *,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        requests: Sequence[leases_seam.LeaseRequest],
+    ) -> leases_seam.LeaseGrant:
         with self._lock:
             now = self.now()
             row = self._owned(job_id, claim_token)
             if row is None or row.lease_expires_at is None:
-                return LeaseGrant(granted=False)
-            taken: list[LeaseHolder] = []
+                return leases_seam.LeaseGrant(granted=False)
+            taken: list[leases_seam.LeaseHolder] = []
             for request in requests:
                 slot = self._free_slot(request, row, now)
                 if slot is None:
@@ -45,16 +43,18 @@ class LeaseStatements(MemoryState):
                         self._drop_lease(lease)
                     live = [h.expires_at for h in self._live(request.key, now)]
                     wait = (min(live) - now).total_seconds() if live else 0.0
-                    return LeaseGrant(granted=False, busy_key=request.key, retry_after=wait)
+                    return leases_seam.LeaseGrant(
+                        granted=False, busy_key=request.key, retry_after=wait
+                    )
                 expires = (
                     now + timedelta(seconds=float(request.ttl_seconds))
                     if request.kind == "rate"
                     else row.lease_expires_at
                 )
-                lease = LeaseHolder(
-                    key=request.key,
+                lease = carry(
+                    leases_seam.LeaseHolder,
+                    request,
                     slot=slot,
-                    kind=request.kind,
                     job_id=job_id,
                     claim_token=claim_token,
                     acquired_at=now,
@@ -65,13 +65,13 @@ class LeaseStatements(MemoryState):
                     self._lease_jobs.setdefault(job_id, set()).add((request.key, slot))
                     taken.append(lease)
             row.started_at = now
-            return LeaseGrant(granted=True)
+            return leases_seam.LeaseGrant(granted=True)
 
-    def _live(self, key: str, now: datetime) -> list[LeaseHolder]:
+    def _live(self, key: str, now: datetime) -> list[leases_seam.LeaseHolder]:
         found = [lease for (k, _), lease in self._leases.items() if k == key]
         return sorted((h for h in found if h.expires_at > now), key=lambda h: h.slot)
 
-    def _free_slot(self, request: LeaseRequest, row: _Row, now: datetime) -> int | None:
+    def _free_slot(self, request: leases_seam.LeaseRequest, row: _Row, now: datetime) -> int | None:
         """Its own leftover concurrency slot first, else the lowest slot with no live row."""
         taken: set[int] = set()
         for lease in self._live(request.key, now):
@@ -81,7 +81,7 @@ class LeaseStatements(MemoryState):
             taken.add(lease.slot)
         return next((slot for slot in range(request.limit) if slot not in taken), None)
 
-    def _drop_lease(self, lease: LeaseHolder) -> None:
+    def _drop_lease(self, lease: leases_seam.LeaseHolder) -> None:
         place = (lease.key, lease.slot)
         self._leases.pop(place, None)
         held = self._lease_jobs.get(lease.job_id)
@@ -90,7 +90,7 @@ class LeaseStatements(MemoryState):
             if not held:
                 del self._lease_jobs[lease.job_id]
 
-    def lease_holders(self, *, key: str) -> list[LeaseHolder]:
+    def lease_holders(self, *, key: str) -> list[leases_seam.LeaseHolder]:
         with self._lock:
             return self._live(key, self.now())
 
@@ -117,9 +117,9 @@ class LeaseStatements(MemoryState):
             return len(held)
 
     def lease_list(
-        self, *, kind: LeaseKind | None = None, limit: int = LEASE_LIST_MAX
-    ) -> list[LeaseHolder]:
-        check_lease_list(kind, limit)
+        self, *, kind: leases_seam.LeaseKind | None = None, limit: int = leases_seam.LEASE_LIST_MAX
+    ) -> list[leases_seam.LeaseHolder]:
+        leases_seam.check_lease_list(kind, limit)
         with self._lock:
             now = self.now()
             live = sorted(
@@ -129,7 +129,7 @@ class LeaseStatements(MemoryState):
             chosen = [h for h in live if kind is None or h.kind == kind][:limit]
             return [replace(h, worker_id=self._holding_worker(h)) for h in chosen]
 
-    def _holding_worker(self, lease: LeaseHolder) -> str | None:
+    def _holding_worker(self, lease: leases_seam.LeaseHolder) -> str | None:
         row = self._rows.get(lease.job_id)
         if row is None or row.state != JobState.RUNNING or row.claim_token != lease.claim_token:
             return None

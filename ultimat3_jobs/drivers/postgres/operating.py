@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+import ultimat3_jobs.types as types
 from ultimat3_jobs.drivers.base import (
     QUEUE_DEMAND_ROWS,
     QUEUE_STATS_ROWS,
@@ -26,17 +27,6 @@ from ultimat3_jobs.drivers.postgres.rows.result import as_uuid, fetch
 from ultimat3_jobs.drivers.postgres.translate import speaks_seam_errors
 from ultimat3_jobs.errors import JobDuplicate, JobNotFound, JobNotRequeueable
 from ultimat3_jobs.models import RawStatementManager
-from ultimat3_jobs.types import (
-    BulkResult,
-    CounterPeriod,
-    CounterRow,
-    CounterTotal,
-    JobPage,
-    JobRecord,
-    Pause,
-    PauseScope,
-    QueueStats,
-)
 
 
 @speaks_seam_errors
@@ -50,10 +40,10 @@ class OperatorMethods:
 
     # -- one job and the job list ---------------------------------------------------------
 
-    def job_get(self, *, job_id: uuid.UUID) -> JobRecord | None:
+    def job_get(self, *, job_id: uuid.UUID) -> types.JobRecord | None:
         return job_rows.job_record(fetch(self._jobs, "job_get", {"id": job_id}))
 
-    def job_list_page(self, *, query: JobListQuery) -> JobPage:
+    def job_list_page(self, *, query: JobListQuery) -> types.JobPage:
         result = fetch(
             self._jobs,
             "job_list",
@@ -75,7 +65,7 @@ class OperatorMethods:
         jobs = job_rows.job_summaries(result)
         more = len(jobs) > query.limit
         page = tuple(jobs[: query.limit])
-        return JobPage(jobs=page, next_cursor=page[-1].id if more else None)
+        return types.JobPage(jobs=page, next_cursor=page[-1].id if more else None)
 
     # -- operator writes ------------------------------------------------------------------
 
@@ -101,24 +91,24 @@ class OperatorMethods:
             f"job {job_id} is {state}; only a completed, failed or cancelled job can be requeued"
         )
 
-    def job_requeue_failed(self, *, name: str, limit: int) -> BulkResult:
+    def job_requeue_failed(self, *, name: str, limit: int) -> types.BulkResult:
         result = fetch(self._jobs, "job_requeue_failed", {"name": name, "limit": limit})
         moved, remaining = result.first("moved", "remaining") or (0, 0)
-        return BulkResult(moved=int(moved), remaining=int(remaining))
+        return types.BulkResult(moved=int(moved), remaining=int(remaining))
 
     # -- queues and pauses ----------------------------------------------------------------
 
     def pause_add(
-        self, *, scope: PauseScope, target: str, paused_by: str = "", reason: str = ""
+        self, *, scope: types.PauseScope, target: str, paused_by: str = "", reason: str = ""
     ) -> bool:
         check_pause(scope, target)
         params = {"scope": scope, "target": target, "paused_by": paused_by, "reason": reason}
         return bool(self._pauses.run("pause_add", params))
 
-    def pause_list(self) -> list[Pause]:
+    def pause_list(self) -> list[types.Pause]:
         return operator_rows.pauses(fetch(self._pauses, "pause_list"))
 
-    def pause_remove(self, *, scope: PauseScope, target: str) -> bool:
+    def pause_remove(self, *, scope: types.PauseScope, target: str) -> bool:
         check_pause(scope, target)
         params = {"scope": scope, "target": target}
         with transaction.atomic(using=self.database):
@@ -132,15 +122,15 @@ class OperatorMethods:
         params = {"queues": names, "limit": QUEUE_DEMAND_ROWS}
         return operator_rows.queue_demand(fetch(self._jobs, "queue_demand", params))
 
-    def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[QueueStats]:
+    def queue_stats(self, *, limit: int = QUEUE_STATS_ROWS) -> list[types.QueueStats]:
         check_queue_stats_limit(limit)
         return operator_rows.queue_stats(fetch(self._jobs, "queue_stats", {"limit": limit}))
 
     # -- counters ---------------------------------------------------------------------------
 
     def counter_read(
-        self, *, since: datetime, period: CounterPeriod = "minute"
-    ) -> list[CounterRow]:
+        self, *, since: datetime, period: types.CounterPeriod = "minute"
+    ) -> list[types.CounterRow]:
         params = {"since": since, "period": check_counter_period(period)}
         return operator_rows.counter_rows(fetch(self._counters, "counter_read", params))
 
@@ -148,5 +138,5 @@ class OperatorMethods:
         params = {"keep_seconds": float(keep_seconds)}
         return operator_rows.count(fetch(self._jobs, "counter_rollup", params))
 
-    def counter_total(self) -> list[CounterTotal]:
+    def counter_total(self) -> list[types.CounterTotal]:
         return operator_rows.counter_totals(fetch(self._counters, "counter_total"))

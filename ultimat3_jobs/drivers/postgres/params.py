@@ -22,28 +22,34 @@ number, written in the statement, so the planner's estimates, and the plan's cos
 with the backlog (see job_claim in jobs.sql). A claim of more runs one statement per chunk."""
 
 
-_REQUEST_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("id", "id", "ids"),
-    ("name", "name", "names"),
-    ("queue", "queue", "queues"),
-    ("priority", "priority", "priorities"),
-    ("run_at", "run_at", "run_ats"),
-    ("delay_seconds", "delay_seconds", "delays"),
-    ("input_json", "input", "inputs"),
-    ("idempotency_key", "idempotency_key", "keys"),
-    ("tenant_id", "tenant_id", "tenants"),
-    ("enqueued_by", "enqueued_by", "enqueued_bys"),
-    ("max_attempts", "max_attempts", "max_attempts"),
-    ("lease_seconds", "lease_seconds", "lease_seconds"),
-    ("traceparent", "traceparent", "traceparents"),
+_REQUEST_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "ids"),
+    ("name", "names"),
+    ("queue", "queues"),
+    ("priority", "priorities"),
+    ("run_at", "run_ats"),
+    ("delay_seconds", "delays"),
+    ("input_json", "inputs"),
+    ("idempotency_key", "keys"),
+    ("tenant_id", "tenants"),
+    ("enqueued_by", "enqueued_bys"),
+    ("max_attempts", "max_attempts"),
+    ("lease_seconds", "lease_seconds"),
+    ("traceparent", "traceparents"),
 )
-"""Each field of an :class:`EnqueueRequest` a job row is written from: the field, its
-parameter for one request, its array parameter for a batch."""
+"""Each field of an :class:`EnqueueRequest` a job row is written from, and its array parameter
+for a batch."""
+
+_REQUEST_PARAMS = tuple(
+    (field, "input" if field == "input_json" else field) for field, _ in _REQUEST_COLUMNS
+)
+"""Each of those fields and its parameter for one request: named as the field, but ``input``
+(the column) for ``input_json``."""
 
 
 def enqueue_params(request: EnqueueRequest) -> dict[str, Any]:
     """One request as the named parameters of ``job_enqueue`` (and ``scheduler_fire``)."""
-    return {one: getattr(request, field) for field, one, _ in _REQUEST_COLUMNS}
+    return {one: getattr(request, field) for field, one in _REQUEST_PARAMS}
 
 
 def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, Any]:
@@ -53,7 +59,7 @@ def batch_params(chunk: Sequence[EnqueueRequest]) -> dict[str, Any]:
     the client."""
     params = {
         many: array_text([getattr(r, field) for r in chunk])
-        for field, _, many in _REQUEST_COLUMNS
+        for field, many in _REQUEST_COLUMNS
         if field != "id"
     }
     params["ids"] = uuid_array_text([r.id for r in chunk])

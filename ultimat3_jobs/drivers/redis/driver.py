@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import ultimat3_jobs.types as types
 from ultimat3_jobs.drivers.base import (
     ENQUEUE_CHUNK,
     QUEUE_DEMAND_ROWS,
@@ -44,19 +45,6 @@ from ultimat3_jobs.drivers.redis.scheduling import SchedulerMethods
 from ultimat3_jobs.drivers.redis.scripts import speaks_seam_errors
 from ultimat3_jobs.drivers.redis.steps import StepScriptMethods
 from ultimat3_jobs.drivers.redis.wake import HandedOnce, RedisWake
-from ultimat3_jobs.types import (
-    AckItem,
-    AttemptError,
-    ClaimedJob,
-    EnqueueRequest,
-    EnqueueResult,
-    ExpiredAttempt,
-    FailureDecision,
-    Heartbeat,
-    NackAction,
-    RescuedJob,
-    SettleItem,
-)
 
 CLAIM_ROW = len(codec.CLAIMED_FIELDS)
 """The fields of a claim's answer row; a handed job's row has one more, 'handed'."""
@@ -95,10 +83,10 @@ class RedisDriver(
 
     # -- jobs -------------------------------------------------------------------------------
 
-    def job_ack_many(self, *, items: Sequence[AckItem]) -> set[uuid.UUID]:
+    def job_ack_many(self, *, items: Sequence[types.AckItem]) -> set[uuid.UUID]:
         return self._ack_many(items)
 
-    def _ack_many(self, items: Sequence[AckItem | SettleItem]) -> set[uuid.UUID]:
+    def _ack_many(self, items: Sequence[types.AckItem | types.SettleItem]) -> set[uuid.UUID]:
         """Ack ``items`` (acks, or the completions of a settle, as they are): their values
         checked first, then one script."""
         if not items:
@@ -118,7 +106,7 @@ class RedisDriver(
 
     def job_claim(
         self, *, queues: Sequence[str], limit: int, worker_id: str, lease_seconds: float
-    ) -> list[ClaimedJob]:
+    ) -> list[types.ClaimedJob]:
         names = check_claim_queues(queues)
         if limit <= 0:
             return []
@@ -136,17 +124,19 @@ class RedisDriver(
             ]
         return codec.claimed_jobs(answer)
 
-    def job_enqueue(self, *, request: EnqueueRequest) -> EnqueueResult:
+    def job_enqueue(self, *, request: types.EnqueueRequest) -> types.EnqueueResult:
         codec.check_request(request)
         # The claim token of a hand to the worker the enqueue wakes (see wake_subscribe).
         args = [*codec.enqueue_args(request), os.urandom(16).hex()]
         status, job_id = self._run("job_enqueue", args)
         return codec.enqueue_result(status, job_id)
 
-    def job_enqueue_many(self, *, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+    def job_enqueue_many(
+        self, *, requests: Sequence[types.EnqueueRequest]
+    ) -> list[types.EnqueueResult]:
         for request in requests:
             codec.check_request(request)
-        results: list[EnqueueResult] = []
+        results: list[types.EnqueueResult] = []
         for start in range(0, len(requests), ENQUEUE_CHUNK):
             chunk = requests[start : start + ENQUEUE_CHUNK]
             args: list[str] = [str(len(chunk))]
@@ -162,14 +152,14 @@ class RedisDriver(
         attempts: Sequence[tuple[uuid.UUID, uuid.UUID]],
         lease_seconds: float,
         progress: Mapping[uuid.UUID, str] | None = None,
-    ) -> Heartbeat:
+    ) -> types.Heartbeat:
         if not attempts:
-            return Heartbeat()
+            return types.Heartbeat()
         given = checked_progress(progress)
         args = [repr(float(lease_seconds)), str(len(attempts))]
         for job_id, token in attempts:
             args += [str(job_id), str(token), codec.optional(given.get(job_id))]
-        beat = Heartbeat(renewed=frozenset(codec.ids(self._run("job_heartbeat_many", args))))
+        beat = types.Heartbeat(renewed=frozenset(codec.ids(self._run("job_heartbeat_many", args))))
         log_lost_beats(attempts, beat)
         return beat
 
@@ -183,27 +173,26 @@ class RedisDriver(
             args += [str(job_id), str(token)]
         return set(codec.ids(self._run("job_mark_pending_many", args)))
 
-    def job_settle_many(self, *, items: Sequence[SettleItem]) -> set[uuid.UUID]:
+    def job_settle_many(self, *, items: Sequence[types.SettleItem]) -> set[uuid.UUID]:
         """Every value is checked before anything is written (a refused one fails the whole
         call, nothing lands): the failures' here, the completions' by ``_ack_many`` before its
         script runs; then the completions go in one script and each failure in its own
         (each script atomic, each fenced by its claim token)."""
+        failures = []
         for item in items:
             check_settle_action(item.action)
             if item.action != "complete":
-                check_jsonb_text(item.progress_json or "null", "progress")
-                if item.error is not None and item.action != "drop":
-                    codec.error_entry(item.error.as_json())
+                failures.append((item, _checked_nack(item.action, item.error, item.progress_json)))
         landed = self._ack_many([item for item in items if item.action == "complete"])
-        for item in items:
-            if item.action != "complete" and self.job_nack(
-                job_id=item.job_id,
-                claim_token=item.claim_token,
-                action=item.action,
-                delay_seconds=item.delay_seconds,
-                error=item.error,
-                counts_as_attempt=item.counts_as_attempt,
-                progress_json=item.progress_json,
+        for item, entry in failures:
+            if self._nack(
+                item.job_id,
+                item.claim_token,
+                item.action,
+                item.delay_seconds,
+                entry,
+                item.counts_as_attempt,
+                item.progress_json,
             ):
                 landed.add(item.job_id)
         return landed
@@ -213,17 +202,30 @@ class RedisDriver(
         *,
         job_id: uuid.UUID,
         claim_token: uuid.UUID,
-        action: NackAction,
+        action: types.NackAction,
         delay_seconds: float = 0.0,
-        error: AttemptError | None = None,
+        error: types.AttemptError | None = None,
         counts_as_attempt: bool = True,
         progress_json: str | None = None,
     ) -> bool:
         check_nack_action(action)
-        entry = None
-        if error is not None and action != "drop":
-            entry = codec.error_entry(error.as_json())
-        check_jsonb_text(progress_json or "null", "progress")
+        entry = _checked_nack(action, error, progress_json)
+        return self._nack(
+            job_id, claim_token, action, delay_seconds, entry, counts_as_attempt, progress_json
+        )
+
+    def _nack(
+        self,
+        job_id: uuid.UUID,
+        claim_token: uuid.UUID,
+        action: str,
+        delay_seconds: float,
+        entry: str | None,
+        counts_as_attempt: bool,
+        progress_json: str | None,
+    ) -> bool:
+        """The ``job_nack`` script for a nack (or a settle's failure) already checked:
+        ``entry`` is :func:`_checked_nack`'s."""
         args = [
             str(job_id),
             str(claim_token),
@@ -246,13 +248,13 @@ class RedisDriver(
     def job_rescue_expired(
         self,
         *,
-        decide: Callable[[ExpiredAttempt], FailureDecision],
+        decide: Callable[[types.ExpiredAttempt], types.FailureDecision],
         limit: int = RESCUE_BATCH_DEFAULT,
-    ) -> list[RescuedJob]:
+    ) -> list[types.RescuedJob]:
         if limit <= 0:
             return []
         expired = [
-            ExpiredAttempt(
+            types.ExpiredAttempt(
                 id=uuid.UUID(codec.text(job_id)),
                 claim_token=uuid.UUID(codec.text(token)),
                 name=str(codec.text(name)),
@@ -275,7 +277,7 @@ class RedisDriver(
                 "1" if decision.counts_as_attempt else "0",
             ]
         return [
-            RescuedJob(
+            types.RescuedJob(
                 id=uuid.UUID(codec.text(job_id)),
                 name=str(codec.text(name)),
                 action=codec.text(action),  # type: ignore[arg-type]
@@ -317,7 +319,7 @@ class RedisDriver(
         *,
         on_wake: Callable[[str], None],
         worker_id: str | None = None,
-        on_hand: Callable[[ClaimedJob], None] | None = None,
+        on_hand: Callable[[types.ClaimedJob], None] | None = None,
     ) -> WakeSubscription | None:
         """A :class:`RedisWake`: a thread subscribed to the store's wake channel, on which
         every enqueue (and promote, requeue, fire) due now publishes its queue, and to
@@ -359,3 +361,15 @@ class RedisDriver(
         for subscription in list(self._wakes):
             subscription.close()
         self._wakes.clear()
+
+
+def _checked_nack(
+    action: str, error: types.AttemptError | None, progress_json: str | None
+) -> str | None:
+    """A nack's error entry as text (none for a drop or no error), and its progress checked:
+    each refused (``StoreRefused``) where jsonb would refuse it, before anything is written."""
+    entry = None
+    if error is not None and action != "drop":
+        entry = codec.error_entry(error.as_json())
+    check_jsonb_text(progress_json or "null", "progress")
+    return entry
