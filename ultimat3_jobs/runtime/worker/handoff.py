@@ -135,11 +135,23 @@ class Offer:
         return Offer(riders, owner_of, self.waiting, lent)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSide:
+    """What a hand-off asks of its worker: ``reserve(n)`` takes up to ``n`` body slots and
+    answers how many (negative ``n`` gives them back); ``start`` runs a granted attempt in one;
+    ``wake`` tells the claim loop that runs are back in line; ``find`` answers the worker's
+    attempt of a job id, while it holds one."""
+
+    reserve: Callable[[int], int]
+    start: Callable[[Attempt], None]
+    wake: Callable[[], None]
+    find: Callable[[uuid.UUID], Attempt | None]
+
+
 class HandOffs:
     """The worker's side of ``job_settle_handoff``. ``gate``: the slots the worker's runs
-    hold, where a grant is recorded; ``reserve(n)`` takes up to ``n`` body slots and answers
-    how many (negative ``n`` gives them back); ``start`` runs a granted attempt in one;
-    ``wake`` tells the claim loop that runs are back in line."""
+    hold, where a grant is recorded; ``worker``: its body slots and attempts; ``lease_seconds``:
+    the lease of a run whose job declares none."""
 
     def __init__(
         self,
@@ -147,20 +159,14 @@ class HandOffs:
         driver: JobDriver,
         gate: Gate,
         ahead: ClaimAhead,
-        reserve: Callable[[int], int],
-        start: Callable[[Attempt], None],
-        wake: Callable[[], None],
-        find: Callable[[uuid.UUID], Attempt | None],
+        worker: WorkerSide,
         lease_seconds: float,
     ) -> None:
         self._driver = driver
         self._holdings = gate.holdings
         self._granted = gate.granted
         self._ahead = ahead
-        self._reserve = reserve
-        self._start = start
-        self._wake = wake
-        self._find = find
+        self._worker = worker
         self._lease_seconds = lease_seconds
         self.claiming = ahead.claiming
         """The claim loop's claim on its way, which a flush waits for (:meth:`await_claim`)."""
@@ -184,15 +190,15 @@ class HandOffs:
         slot = self._holdings.lendable(attempt)
         if slot is None or not self._fresh(slot):
             return False
-        if not self._reserve(1):
+        if not self._worker.reserve(1):
             return False
         taken = self._ahead.take_first(slot.key, key_of=_key_of)
         if taken is not None:
             if self._ride(slot, attempt, taken):
-                self._start(taken)
+                self._worker.start(taken)
                 return True
             self._ahead.put_back([taken])
-        self._reserve(-1)
+        self._worker.reserve(-1)
         return False
 
     def lend_to(self, attempt: Attempt) -> bool:
@@ -217,7 +223,7 @@ class HandOffs:
     def _fresh(self, slot: Slot[Attempt]) -> bool:
         """Whether the lease of the run the slot's row names is comfortably unexpired."""
         owner = slot.owner
-        if owner.lost or self._find(owner.job.id) is not owner:
+        if owner.lost or self._worker.find(owner.job.id) is not owner:
             return False
         declared = owner.definition.lease_seconds if owner.definition is not None else None
         lease = declared or self._lease_seconds  # as the claim and the heartbeat lease it
@@ -231,6 +237,7 @@ class HandOffs:
         holdings = self._holdings
         if not self._driver.hands_off_slots or holdings.none_held():
             return offer
+        find = self._worker.find
         pairs = set(settling)
         freeing: Counter[str] = Counter()
         for pair in pairs:
@@ -240,7 +247,7 @@ class HandOffs:
             if slot.lent:  # another run used it since: the write tells whether it was held
                 offer.lent[pair] = slot
             rider = slot.user  # the run on it, when that is another run
-            if rider is not pair and rider not in pairs and self._find(rider.job.id) is rider:
+            if rider is not pair and rider not in pairs and find(rider.job.id) is rider:
                 offer.riders.append(rider)
                 offer.owner_of[rider] = pair
                 continue
@@ -249,12 +256,12 @@ class HandOffs:
                 freeing[key] += 1
         if not freeing:
             return offer
-        room = self._reserve(sum(freeing.values()))
+        room = self._worker.reserve(sum(freeing.values()))
         if not room:
             return offer
         offer.waiting = self._ahead.take_keyed(freeing, room, key_of=_key_of)
         if len(offer.waiting) < room:
-            self._reserve(len(offer.waiting) - room)
+            self._worker.reserve(len(offer.waiting) - room)
         return offer
 
     def await_claim(self, settling: Sequence[Attempt]) -> bool:
@@ -276,7 +283,7 @@ class HandOffs:
             return False
         if asking:  # the loop waits for this settle to claim: ask it to claim first
             claiming.ask()
-            self._wake()
+            self._worker.wake()
         return claiming.wait(CLAIM_WAIT_SECONDS)
 
     def holds(self, attempt: Attempt) -> bool:
@@ -328,7 +335,7 @@ class HandOffs:
                 key = _request(attempt).key
                 passing[key] += 1
                 self._granted(attempt, key)
-                self._start(attempt)
+                self._worker.start(attempt)
             else:
                 back.append(attempt)
         owners = set(offer.owner_of.values())
@@ -340,9 +347,9 @@ class HandOffs:
                 passed.append(attempt)
         self._holdings.passed(passed)
         if back:
-            self._reserve(-len(back))
+            self._worker.reserve(-len(back))
             self._ahead.put_back(back)
-            self._wake()
+            self._worker.wake()
 
 
 def lent_by(attempt: Attempt) -> uuid.UUID | None:

@@ -28,10 +28,10 @@ from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, attempts_for
 from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
-from ultimat3_jobs.runtime.worker.handoff import HandOffs
+from ultimat3_jobs.runtime.worker.handoff import HandOffs, WorkerSide
 from ultimat3_jobs.runtime.worker.held import HeldThreads
 from ultimat3_jobs.runtime.worker.limits import WorkerLimits
-from ultimat3_jobs.runtime.worker.maintenance import Maintenance
+from ultimat3_jobs.runtime.worker.maintenance import Maintenance, Tended
 from ultimat3_jobs.runtime.worker.recycle import Recycle
 from ultimat3_jobs.runtime.worker.release import release
 from ultimat3_jobs.runtime.worker.settle import Settler, run_rescued_hook
@@ -50,11 +50,7 @@ class Worker:
     on its events ``started``, ``idle`` (a claim found too few), ``claimed``, ``stopped``."""
 
     def __init__(
-        self,
-        driver: JobDriver,
-        config: WorkerConfig,
-        *,
-        registry: Registry | None = None,
+        self, driver: JobDriver, config: WorkerConfig, *, registry: Registry | None = None
     ) -> None:
         self.driver = driver
         self.config = config
@@ -96,15 +92,15 @@ class Worker:
             driver=driver,
             gate=self._limits.gate,
             ahead=self._ahead,
-            reserve=self._reserve,
-            start=self._start,
-            wake=self._signal.set,
-            find=lambda job_id: self._running.get(job_id.int),
+            worker=WorkerSide(
+                reserve=self._reserve,
+                start=self._start,
+                wake=self._signal.set,
+                find=lambda job_id: self._running.get(job_id.int),
+            ),
             lease_seconds=config.lease_seconds,
         )
-        self._maintenance = Maintenance(
-            driver=driver,
-            config=config,
+        tended = Tended(
             slots=self.held.usable_slots,
             running=self.running_attempts,
             on_timeout=self._abandon_timed_out,
@@ -113,6 +109,7 @@ class Worker:
             is_draining=lambda: not self._accepting,
             limit_counts=self._limits.counts,  # hook: limits (start, claims, registry row)
         )
+        self._maintenance = Maintenance(driver=driver, config=config, worker=tended)
 
     # -- control -------------------------------------------------------------------------------
 
