@@ -88,7 +88,7 @@ class Worker:
         self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
         hands = None if self._limits.limiter.active else self._take_handed
         self._wake = WorkerWake(driver, config, self._signal, self._backoff, hands)
-        self._settler.handoffs = HandOffs(  # hook: limits — a settle hands its slots on
+        handoffs = HandOffs(  # hook: limits — a settle hands its slots on
             driver=driver,
             gate=self._limits.gate,
             ahead=self._ahead,
@@ -100,6 +100,7 @@ class Worker:
             ),
             lease_seconds=config.lease_seconds,
         )
+        self._settler.hand_off(handoffs)
         tended = Tended(
             slots=self.held.usable_slots,
             running=self.running_attempts,
