@@ -124,14 +124,14 @@ class Offer:
     def part(self, owners: set[Attempt]) -> Offer:
         """The riders of the rows that ``owners`` hold, alone."""
         riders = [a for a in self.riders if self.owner_of[a] in owners]
-        lent = {pair: slot for pair, slot in self.lent.items() if pair in owners}
+        lent = {run: slot for run, slot in self.lent.items() if run in owners}
         return Offer(riders, {a: self.owner_of[a] for a in riders}, lent=lent)
 
     def without(self, owners: set[Attempt]) -> Offer:
         """This offer less the riders of the rows that ``owners`` hold."""
         riders = [a for a in self.riders if self.owner_of[a] not in owners]
         owner_of = {a: self.owner_of[a] for a in riders}
-        lent = {pair: slot for pair, slot in self.lent.items() if pair not in owners}
+        lent = {run: slot for run, slot in self.lent.items() if run not in owners}
         return Offer(riders, owner_of, self.waiting, lent)
 
 
@@ -210,10 +210,10 @@ class HandOffs:
             return False
         return self._ride(slot, slot.user, attempt)
 
-    def _ride(self, slot: Slot[Attempt], pair: Attempt, attempt: Attempt) -> bool:
-        """``attempt`` uses the slot the run ``pair`` ended on, granted; False when the slot
-        is no longer ``pair``'s to lend."""
-        if not self._holdings.lend(slot, pair, attempt):
+    def _ride(self, slot: Slot[Attempt], run: Attempt, attempt: Attempt) -> bool:
+        """``attempt`` uses the slot ``run`` ended on, granted; False when the slot
+        is no longer ``run``'s to lend."""
+        if not self._holdings.lend(slot, run, attempt):
             return False
         attempt.riding = True
         attempt.lent = slot
@@ -238,20 +238,20 @@ class HandOffs:
         if not self._driver.hands_off_slots or holdings.none_held():
             return offer
         find = self._worker.find
-        pairs = set(settling)
+        runs = set(settling)
         freeing: Counter[str] = Counter()
-        for pair in pairs:
-            slot = holdings.owned(pair)
+        for run in runs:
+            slot = holdings.owned(run)
             if slot is None:
                 continue
             if slot.lent:  # another run used it since: the write tells whether it was held
-                offer.lent[pair] = slot
+                offer.lent[run] = slot
             rider = slot.user  # the run on it, when that is another run
-            if rider is not pair and rider not in pairs and find(rider.job.id) is rider:
+            if rider is not run and rider not in runs and find(rider.job.id) is rider:
                 offer.riders.append(rider)
-                offer.owner_of[rider] = pair
+                offer.owner_of[rider] = run
                 continue
-            key = holdings.close(pair)  # lent no more: this settle frees or hands it on
+            key = holdings.close(run)  # lent no more: this settle frees or hands it on
             if key is not None:
                 freeing[key] += 1
         if not freeing:
