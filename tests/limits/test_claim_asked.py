@@ -82,7 +82,7 @@ def handoffs_with(
             reserve=lambda n: n,
             start=lambda attempt: None,
             wake=loop.wake,
-            find=lambda job_id: None,
+            find=lambda key: None,
         ),
         lease_seconds=30,
     )

@@ -140,12 +140,12 @@ class WorkerSide:
     """What a hand-off asks of its worker: ``reserve(n)`` takes up to ``n`` body slots and
     answers how many (negative ``n`` gives them back); ``start`` runs a granted attempt in one;
     ``wake`` tells the claim loop that runs are back in line; ``find`` answers the worker's
-    attempt of a job id, while it holds one."""
+    attempt of a :attr:`~Attempt.running_key`, while it holds one."""
 
     reserve: Callable[[int], int]
     start: Callable[[Attempt], None]
     wake: Callable[[], None]
-    find: Callable[[uuid.UUID], Attempt | None]
+    find: Callable[[int], Attempt | None]
 
 
 class HandOffs:
@@ -223,7 +223,7 @@ class HandOffs:
     def _fresh(self, slot: Slot[Attempt]) -> bool:
         """Whether the lease of the run the slot's row names is comfortably unexpired."""
         owner = slot.owner
-        if owner.lost or self._worker.find(owner.job.id) is not owner:
+        if owner.lost or self._worker.find(owner.running_key) is not owner:
             return False
         declared = owner.definition.lease_seconds if owner.definition is not None else None
         lease = declared or self._lease_seconds  # as the claim and the heartbeat lease it
@@ -247,7 +247,7 @@ class HandOffs:
             if slot.lent:  # another run used it since: the write tells whether it was held
                 offer.lent[run] = slot
             rider = slot.user  # the run on it, when that is another run
-            if rider is not run and rider not in runs and find(rider.job.id) is rider:
+            if rider is not run and rider not in runs and find(rider.running_key) is rider:
                 offer.riders.append(rider)
                 offer.owner_of[rider] = run
                 continue

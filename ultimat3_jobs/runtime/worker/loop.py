@@ -63,7 +63,7 @@ class Worker:
         self.started_count = 0
         self.claim_count = 0
         self.exit_reason = ""
-        self._running: dict[int, Attempt] = {}  # by ``job.id.int``: no ``UUID.__hash__`` call
+        self._running: dict[int, Attempt] = {}  # by ``Attempt.running_key``
         self._slots_used = 0
         self._lock = threading.Lock()
         self._signal = threading.Event()
@@ -96,7 +96,7 @@ class Worker:
                 reserve=self._reserve,
                 start=self._start,
                 wake=self._signal.set,
-                find=lambda job_id: self._running.get(job_id.int),
+                find=self._running.get,
             ),
             lease_seconds=config.lease_seconds,
         )
@@ -209,7 +209,7 @@ class Worker:
         found = {"registry": self.registry, "driver": self.driver, "on_progress": self._progress}
         attempts = attempts_for(jobs, since=since, **found)
         with self._lock:
-            self._running.update({attempt.job.id.int: attempt for attempt in attempts})
+            self._running.update({attempt.running_key: attempt for attempt in attempts})
         return attempts
 
     def _claim_size(self, free: int | None = None) -> int:
@@ -243,7 +243,7 @@ class Worker:
                 self._reserve(-1)
                 if verdict == "gone":  # shed, refused or failed by the gate: not ours now
                     with self._lock:
-                        self._running.pop(attempt.job.id.int, None)
+                        self._running.pop(attempt.running_key, None)
                     attempt.take_settle()
                 else:
                     self._ahead.park(attempt)  # until one of this worker's own settles lands
@@ -316,7 +316,7 @@ class Worker:
         if attempt.holds_slot:  # most: freed by its body's thread already (no call)
             self._release_slot(attempt)
         with self._lock:
-            self._running.pop(attempt.job.id.int, None)
+            self._running.pop(attempt.running_key, None)
             self.settled_count += 1
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
@@ -394,5 +394,5 @@ class Worker:
         taken, released = release(self.driver, attempts)
         with self._lock:
             for attempt in taken:
-                self._running.pop(attempt.job.id.int, None)
+                self._running.pop(attempt.running_key, None)
         return released
