@@ -43,7 +43,6 @@ from typing import Protocol
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseRequest, LeaseRun
 from ultimat3_jobs.errors import ConcurrencyKeyInvalid
-from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
 from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.holdings import Holdings, Slot
@@ -70,9 +69,7 @@ def handoff_request(attempt: Attempt) -> LeaseRequest | None:
     asked: LeaseRequest | None = None
     if definition is not None and definition.limited and definition.rate is None:
         try:
-            requests = lease_requests(
-                definition.name, definition.concurrency, None, attempt.job.input
-            )
+            requests = definition.leases_for(attempt.job.input)  # no rate: its cap alone
         except ConcurrencyKeyInvalid:
             requests = []  # the gate fails it when it asks
         if len(requests) == 1:
