@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Literal
 
@@ -20,15 +20,6 @@ CRON_SCOPE: PauseScope = "task"
 place a cron is still called a task."""
 CounterPeriod = Literal["minute", "hour"]
 COUNTER_PERIODS: tuple[CounterPeriod, ...] = ("minute", "hour")
-COUNTER_OUTCOMES: tuple[str, ...] = (
-    "completed",
-    "retried",
-    "dead",
-    "dropped",
-    "refused",
-    "cancelled",
-)
-"""The columns of ``x_job_counters`` that count settles, in table order."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +82,8 @@ class FireResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SettleCounts:
-    """How many attempts settled each way (the counting columns of ``x_job_counters``)."""
+    """How many attempts settled each way: the counting columns of ``x_job_counters``, in
+    table order (:data:`COUNTER_OUTCOMES` names them)."""
 
     completed: int = 0
     retried: int = 0
@@ -103,6 +95,11 @@ class SettleCounts:
     def counts(self) -> dict[str, int]:
         """The six counts by outcome, in :data:`COUNTER_OUTCOMES` order."""
         return {outcome: getattr(self, outcome) for outcome in COUNTER_OUTCOMES}
+
+
+COUNTER_OUTCOMES: tuple[str, ...] = tuple(count.name for count in fields(SettleCounts))
+"""The columns of ``x_job_counters`` that count settles, in table order: the fields of
+:class:`SettleCounts`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,7 +29,7 @@ from ultimat3_jobs.records import ProcessLimits
 from ultimat3_jobs.runtime.common.pool import BodyPool
 from ultimat3_jobs.runtime.worker import handoff
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
-from ultimat3_jobs.runtime.worker.handoff import HandOffs
+from ultimat3_jobs.runtime.worker.handoff import HandOffs, WorkerSide
 from ultimat3_jobs.runtime.worker.inflight import ClaimInFlight
 from ultimat3_jobs.runtime.worker.limits import LeaseGate
 
@@ -78,10 +78,12 @@ def handoffs_with(
         driver=driver or Handing(),
         gate=gate,
         ahead=ahead,
-        reserve=lambda n: n,
-        start=lambda attempt: None,
-        wake=loop.wake,
-        find=lambda job_id: None,
+        worker=WorkerSide(
+            reserve=lambda n: n,
+            start=lambda attempt: None,
+            wake=loop.wake,
+            find=lambda key: None,
+        ),
         lease_seconds=30,
     )
 

@@ -12,7 +12,7 @@ from ultimat3_jobs.model.policy import rescue_policy
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.runtime.worker import WorkerConfig
 from ultimat3_jobs.runtime.worker.attempt import Attempt
-from ultimat3_jobs.runtime.worker.maintenance import Maintenance
+from ultimat3_jobs.runtime.worker.maintenance import Maintenance, Tended
 from ultimat3_jobs.types import EnqueueRequest, Heartbeat, new_job_id
 
 LEASE = 60.0
@@ -54,15 +54,14 @@ def _attempts(store: MemoryDriver, count: int) -> list[Attempt]:
 
 def _maintenance(store: MemoryDriver, attempts: list[Attempt]) -> Maintenance:
     config = WorkerConfig(queues=("default",), concurrency=4, lease_seconds=LEASE)
-    return Maintenance(
-        driver=store,
-        config=config,
+    worker = Tended(
         running=lambda: list(attempts),
         on_dead=lambda job: None,
         on_timeout=lambda attempt: None,
         decide=rescue_policy(Registry()),
         is_draining=lambda: False,
     )
+    return Maintenance(driver=store, config=config, worker=worker)
 
 
 def _lease_left(store: MemoryDriver, attempt: Attempt) -> float:

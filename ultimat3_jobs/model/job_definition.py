@@ -16,9 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ultimat3_jobs.conf import get_settings
+from ultimat3_jobs.drivers.leases_seam import LeaseRequest
 from ultimat3_jobs.errors import JobDeclarationInvalid
 from ultimat3_jobs.model.cron import Schedule
-from ultimat3_jobs.model.limits import LIMIT_MAX, PER_SECONDS, Concurrency, Rate, count_ok
+from ultimat3_jobs.model.limits import (
+    LIMIT_MAX,
+    PER_SECONDS,
+    Concurrency,
+    Rate,
+    count_ok,
+    fixed_requests,
+    lease_requests,
+)
 from ultimat3_jobs.model.signature import InputShape, shape_of
 from ultimat3_jobs.types import (
     JOB_NAME_PATTERN,
@@ -141,11 +150,24 @@ class JobDefinition:
     """The names an input of the body's ``signature`` may and must have (``None``: no
     signature, or one only ``inspect.Signature.bind`` can judge): worked out once, as each
     run's input is checked against it."""
+    fixed_leases: tuple[LeaseRequest, ...] | None = field(init=False, repr=False, compare=False)
+    """The lease requests of every run when no limit has a key function (``None``: each run's
+    input decides its keys): worked out once, as the worker asks them of every limited run."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "limited", self.concurrency is not None or self.rate is not None)
         shape = None if self.signature is None else shape_of(self.signature)
         object.__setattr__(self, "input_shape", shape)
+        leases = fixed_requests(self.name, self.concurrency, self.rate)
+        object.__setattr__(self, "fixed_leases", leases)
+
+    def leases_for(self, input: Mapping[str, Any]) -> list[LeaseRequest]:
+        """What a run with ``input`` must hold before its body starts
+        (:func:`~ultimat3_jobs.model.limits.lease_requests`)."""
+        fixed = self.fixed_leases
+        if fixed is not None:
+            return list(fixed)
+        return lease_requests(self.name, self.concurrency, self.rate, input)
 
     @property
     def location(self) -> str:

@@ -1,7 +1,8 @@
 """A job's limits as declared: :class:`Concurrency` (a fleet-wide cap, optionally per key) and
 :class:`Rate` (at most ``count`` starts per period, optionally per key), resolved and checked once
 at declaration (``resolve_concurrency`` and ``resolve_rate`` in ``job_definition.py``), and the
-lease requests a claimed job's run must hold (:func:`lease_requests`).
+lease requests a claimed job's run must hold (:func:`lease_requests`, asked through
+``JobDefinition.leases_for``).
 
 Lease keys: ``job:<name>`` for a cap on the job name, ``job-key:<name>:<key>`` for a cap per key;
 ``rate:<name>`` and ``rate-key:<name>:<key>`` for rates. The name and the key are quoted (``%``
@@ -109,10 +110,7 @@ def lease_requests(
     """What a run must hold before its body starts, in the order to take it: the concurrency
     slot first, so that a rate stamp is spent only by a run that can start. Raises
     :class:`~ultimat3_jobs.errors.ConcurrencyKeyInvalid` for a key function's bad answer.
-    Limits without a key function ask the same of every run: worked out once per declaration."""
-    fixed = _FIXED.get(job_name)
-    if fixed is not None and fixed[0] is concurrency and fixed[1] is rate:
-        return list(fixed[2])
+    Limits without a key function ask the same of every run: :func:`fixed_requests`."""
     requests: list[LeaseRequest] = []
     if concurrency is not None:
         requests.append(
@@ -127,11 +125,14 @@ def lease_requests(
                 ttl_seconds=rate.period_seconds,
             )
         )
-    if (concurrency is None or concurrency.key is None) and (rate is None or rate.key is None):
-        _FIXED[job_name] = (concurrency, rate, tuple(requests))
     return requests
 
 
-_FIXED: dict[str, tuple[Concurrency | None, Rate | None, tuple[LeaseRequest, ...]]] = {}
-"""Per job name, the requests of its keyless limits, for the declaration (by identity) they
-were worked out for."""
+def fixed_requests(
+    job_name: str, concurrency: Concurrency | None, rate: Rate | None
+) -> tuple[LeaseRequest, ...] | None:
+    """The :func:`lease_requests` of every run of ``job_name``, when no limit has a key
+    function (none: no limit); ``None`` when each run's input decides its keys."""
+    if (concurrency is None or concurrency.key is None) and (rate is None or rate.key is None):
+        return tuple(lease_requests(job_name, concurrency, rate, {}))
+    return None

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import ultimat3_jobs.conf as conf
 from ultimat3_jobs.drivers.base import JobDriver, OutboxStore, WakeSubscription
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff, PollTimes
 from ultimat3_jobs.runtime.common.config import FieldSource
@@ -36,8 +37,8 @@ class RelayConfig(PollTimes):
     """What one relay does. Times are in seconds."""
 
     relay_id: str = field(default_factory=lambda: f"relay:{default_worker_id()}")
-    batch_size: int = 500
-    lease_seconds: float = 60.0
+    batch_size: int = conf.RELAY_BATCH_SIZE_DEFAULT
+    lease_seconds: float = conf.RELAY_LEASE_SECONDS_DEFAULT
 
     SETTINGS: ClassVar[Mapping[str, FieldSource]] = {
         **PollTimes.SETTINGS,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+import ultimat3_jobs.conf as conf
 from ultimat3_jobs.runtime.common.config import FieldSource, FromSettings
 
 
@@ -18,9 +19,9 @@ class PollTimes(FromSettings):
     """How a polling loop (the worker, the relay) waits when idle: ``poll_floor`` doubling up to
     ``poll_ceiling``, or ``poll_ceiling_wake`` while its wake is live. Times are in seconds."""
 
-    poll_floor: float = 0.05
-    poll_ceiling: float = 3.0
-    poll_ceiling_wake: float = 10.0
+    poll_floor: float = conf.POLL_FLOOR_SECONDS_DEFAULT
+    poll_ceiling: float = conf.POLL_CEILING_SECONDS_DEFAULT
+    poll_ceiling_wake: float = conf.POLL_CEILING_WAKE_SECONDS_DEFAULT
     use_wake: bool = True
 
     SETTINGS: ClassVar[Mapping[str, FieldSource]] = {

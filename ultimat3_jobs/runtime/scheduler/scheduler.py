@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import ClassVar
 
+import ultimat3_jobs.conf as conf
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.model.cron import Schedule, idempotency_key
 from ultimat3_jobs.model.definitions import JobDefinition
@@ -42,9 +43,9 @@ class SchedulerConfig(FromSettings):
     """One scheduler process. ``renew_interval`` defaults to a third of the lease."""
 
     scheduler_id: str = field(default_factory=lambda: f"scheduler:{default_worker_id()}")
-    lease_seconds: float = 60.0
+    lease_seconds: float = conf.SCHEDULER_LEASE_SECONDS_DEFAULT
     renew_interval: float | None = None
-    missed_after: float = 300.0
+    missed_after: float = conf.SCHEDULER_MISSED_AFTER_SECONDS_DEFAULT
 
     @property
     def renew_every(self) -> float:

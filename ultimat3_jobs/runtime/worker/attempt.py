@@ -75,6 +75,9 @@ class Attempt:
     """Called once, by :meth:`begin_body`: a hand's wake of the claim loop, put off until the
     handed body's thread runs, so that the loop's claim does not hold the interpreter (the GIL)
     while that thread waits for it to start the body."""
+    running_key: int = field(init=False)
+    """``job.id.int``, set by :func:`attempts_for`: the worker keeps its attempts by it (an
+    ``int`` hashes in C, a ``UUID`` calls ``UUID.__hash__``)."""
     _settle_taken: bool = False
     _cancel_body: Callable[[], object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -219,6 +222,7 @@ def attempts_for(
         ctx = context_for(job, definition)
         attempt = Attempt(job, definition, ctx)  # positional: no keywords matched per job
         attempt.holds_slot, attempt.lease_from = False, since
+        attempt.running_key = job.id.int
         ctx._on_progress = partial(_report, weakref.ref(attempt), on_progress)
         is_async = definition is not None and definition.is_async
         bind_steps(ctx, driver=driver, claim_token=job.claim_token, is_async=is_async)

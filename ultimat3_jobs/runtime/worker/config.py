@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ultimat3_jobs.conf import Settings
+import ultimat3_jobs.conf as conf
 from ultimat3_jobs.records import ProcessLimits
 from ultimat3_jobs.runtime.common.backoff import PollTimes
 from ultimat3_jobs.runtime.common.config import FieldSource, config_from_settings
@@ -15,7 +15,8 @@ from ultimat3_jobs.runtime.common.ids import default_worker_id
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkerConfig(PollTimes):
-    """What one worker process does. Times are in seconds."""
+    """What one worker process does. Times are in seconds; each default is its setting's
+    (``SETTINGS``)."""
 
     queues: tuple[str, ...]
     concurrency: int
@@ -23,14 +24,14 @@ class WorkerConfig(PollTimes):
     burst: bool = False
     max_jobs: int | None = None
     max_memory_mb: float | None = None
-    lease_seconds: float = 300.0
-    heartbeat_interval: float = 10.0
-    rescue_interval: float = 30.0
-    registry_interval: float = 30.0
-    shutdown_grace: float = 30.0
-    timeout_grace: float = 5.0
-    ack_flush: float = 0.005
-    progress_interval: float = 1.0
+    lease_seconds: float = conf.VISIBILITY_TIMEOUT_SECONDS_DEFAULT
+    heartbeat_interval: float = conf.HEARTBEAT_INTERVAL_SECONDS_DEFAULT
+    rescue_interval: float = conf.RESCUE_INTERVAL_SECONDS_DEFAULT
+    registry_interval: float = conf.REGISTRY_INTERVAL_SECONDS_DEFAULT
+    shutdown_grace: float = conf.SHUTDOWN_GRACE_SECONDS_DEFAULT
+    timeout_grace: float = conf.TIMEOUT_GRACE_SECONDS_DEFAULT
+    ack_flush: float = conf.ACK_FLUSH_SECONDS_DEFAULT
+    progress_interval: float = conf.PROGRESS_INTERVAL_SECONDS_DEFAULT
     limits: ProcessLimits = field(default_factory=ProcessLimits)
     """The per-process limiter (``ULTIMAT3_JOBS["LIMITS"]``, see ``limiter.py``)."""
 
@@ -50,7 +51,7 @@ class WorkerConfig(PollTimes):
     }
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, **options: Any) -> WorkerConfig:
+    def from_settings(cls, settings: conf.Settings | None = None, **options: Any) -> WorkerConfig:
         """Settings first, then any option given (``None`` keeps the setting); ``queues`` may
         be any iterable of names."""
         if options.get("queues") is not None:

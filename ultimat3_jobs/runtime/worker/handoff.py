@@ -43,7 +43,6 @@ from typing import Protocol
 
 from ultimat3_jobs.drivers.base import JobDriver, LeaseRequest, LeaseRun
 from ultimat3_jobs.errors import ConcurrencyKeyInvalid
-from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.runtime.worker.ahead import ClaimAhead
 from ultimat3_jobs.runtime.worker.attempt import Attempt
 from ultimat3_jobs.runtime.worker.holdings import Holdings, Slot
@@ -70,9 +69,7 @@ def handoff_request(attempt: Attempt) -> LeaseRequest | None:
     asked: LeaseRequest | None = None
     if definition is not None and definition.limited and definition.rate is None:
         try:
-            requests = lease_requests(
-                definition.name, definition.concurrency, None, attempt.job.input
-            )
+            requests = definition.leases_for(attempt.job.input)  # no rate: its cap alone
         except ConcurrencyKeyInvalid:
             requests = []  # the gate fails it when it asks
         if len(requests) == 1:
@@ -124,22 +121,34 @@ class Offer:
     def part(self, owners: set[Attempt]) -> Offer:
         """The riders of the rows that ``owners`` hold, alone."""
         riders = [a for a in self.riders if self.owner_of[a] in owners]
-        lent = {pair: slot for pair, slot in self.lent.items() if pair in owners}
+        lent = {run: slot for run, slot in self.lent.items() if run in owners}
         return Offer(riders, {a: self.owner_of[a] for a in riders}, lent=lent)
 
     def without(self, owners: set[Attempt]) -> Offer:
         """This offer less the riders of the rows that ``owners`` hold."""
         riders = [a for a in self.riders if self.owner_of[a] not in owners]
         owner_of = {a: self.owner_of[a] for a in riders}
-        lent = {pair: slot for pair, slot in self.lent.items() if pair not in owners}
+        lent = {run: slot for run, slot in self.lent.items() if run not in owners}
         return Offer(riders, owner_of, self.waiting, lent)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSide:
+    """What a hand-off asks of its worker: ``reserve(n)`` takes up to ``n`` body slots and
+    answers how many (negative ``n`` gives them back); ``start`` runs a granted attempt in one;
+    ``wake`` tells the claim loop that runs are back in line; ``find`` answers the worker's
+    attempt of a :attr:`~Attempt.running_key`, while it holds one."""
+
+    reserve: Callable[[int], int]
+    start: Callable[[Attempt], None]
+    wake: Callable[[], None]
+    find: Callable[[int], Attempt | None]
 
 
 class HandOffs:
     """The worker's side of ``job_settle_handoff``. ``gate``: the slots the worker's runs
-    hold, where a grant is recorded; ``reserve(n)`` takes up to ``n`` body slots and answers
-    how many (negative ``n`` gives them back); ``start`` runs a granted attempt in one;
-    ``wake`` tells the claim loop that runs are back in line."""
+    hold, where a grant is recorded; ``worker``: its body slots and attempts; ``lease_seconds``:
+    the lease of a run whose job declares none."""
 
     def __init__(
         self,
@@ -147,20 +156,14 @@ class HandOffs:
         driver: JobDriver,
         gate: Gate,
         ahead: ClaimAhead,
-        reserve: Callable[[int], int],
-        start: Callable[[Attempt], None],
-        wake: Callable[[], None],
-        find: Callable[[uuid.UUID], Attempt | None],
+        worker: WorkerSide,
         lease_seconds: float,
     ) -> None:
         self._driver = driver
         self._holdings = gate.holdings
         self._granted = gate.granted
         self._ahead = ahead
-        self._reserve = reserve
-        self._start = start
-        self._wake = wake
-        self._find = find
+        self._worker = worker
         self._lease_seconds = lease_seconds
         self.claiming = ahead.claiming
         """The claim loop's claim on its way, which a flush waits for (:meth:`await_claim`)."""
@@ -184,15 +187,15 @@ class HandOffs:
         slot = self._holdings.lendable(attempt)
         if slot is None or not self._fresh(slot):
             return False
-        if not self._reserve(1):
+        if not self._worker.reserve(1):
             return False
         taken = self._ahead.take_first(slot.key, key_of=_key_of)
         if taken is not None:
             if self._ride(slot, attempt, taken):
-                self._start(taken)
+                self._worker.start(taken)
                 return True
             self._ahead.put_back([taken])
-        self._reserve(-1)
+        self._worker.reserve(-1)
         return False
 
     def lend_to(self, attempt: Attempt) -> bool:
@@ -204,10 +207,10 @@ class HandOffs:
             return False
         return self._ride(slot, slot.user, attempt)
 
-    def _ride(self, slot: Slot[Attempt], pair: Attempt, attempt: Attempt) -> bool:
-        """``attempt`` uses the slot the run ``pair`` ended on, granted; False when the slot
-        is no longer ``pair``'s to lend."""
-        if not self._holdings.lend(slot, pair, attempt):
+    def _ride(self, slot: Slot[Attempt], run: Attempt, attempt: Attempt) -> bool:
+        """``attempt`` uses the slot ``run`` ended on, granted; False when the slot
+        is no longer ``run``'s to lend."""
+        if not self._holdings.lend(slot, run, attempt):
             return False
         attempt.riding = True
         attempt.lent = slot
@@ -217,7 +220,7 @@ class HandOffs:
     def _fresh(self, slot: Slot[Attempt]) -> bool:
         """Whether the lease of the run the slot's row names is comfortably unexpired."""
         owner = slot.owner
-        if owner.lost or self._find(owner.job.id) is not owner:
+        if owner.lost or self._worker.find(owner.running_key) is not owner:
             return False
         declared = owner.definition.lease_seconds if owner.definition is not None else None
         lease = declared or self._lease_seconds  # as the claim and the heartbeat lease it
@@ -231,30 +234,31 @@ class HandOffs:
         holdings = self._holdings
         if not self._driver.hands_off_slots or holdings.none_held():
             return offer
-        pairs = set(settling)
+        find = self._worker.find
+        runs = set(settling)
         freeing: Counter[str] = Counter()
-        for pair in pairs:
-            slot = holdings.owned(pair)
+        for run in runs:
+            slot = holdings.owned(run)
             if slot is None:
                 continue
             if slot.lent:  # another run used it since: the write tells whether it was held
-                offer.lent[pair] = slot
+                offer.lent[run] = slot
             rider = slot.user  # the run on it, when that is another run
-            if rider is not pair and rider not in pairs and self._find(rider.job.id) is rider:
+            if rider is not run and rider not in runs and find(rider.running_key) is rider:
                 offer.riders.append(rider)
-                offer.owner_of[rider] = pair
+                offer.owner_of[rider] = run
                 continue
-            key = holdings.close(pair)  # lent no more: this settle frees or hands it on
+            key = holdings.close(run)  # lent no more: this settle frees or hands it on
             if key is not None:
                 freeing[key] += 1
         if not freeing:
             return offer
-        room = self._reserve(sum(freeing.values()))
+        room = self._worker.reserve(sum(freeing.values()))
         if not room:
             return offer
         offer.waiting = self._ahead.take_keyed(freeing, room, key_of=_key_of)
         if len(offer.waiting) < room:
-            self._reserve(len(offer.waiting) - room)
+            self._worker.reserve(len(offer.waiting) - room)
         return offer
 
     def await_claim(self, settling: Sequence[Attempt]) -> bool:
@@ -276,7 +280,7 @@ class HandOffs:
             return False
         if asking:  # the loop waits for this settle to claim: ask it to claim first
             claiming.ask()
-            self._wake()
+            self._worker.wake()
         return claiming.wait(CLAIM_WAIT_SECONDS)
 
     def holds(self, attempt: Attempt) -> bool:
@@ -328,7 +332,7 @@ class HandOffs:
                 key = _request(attempt).key
                 passing[key] += 1
                 self._granted(attempt, key)
-                self._start(attempt)
+                self._worker.start(attempt)
             else:
                 back.append(attempt)
         owners = set(offer.owner_of.values())
@@ -340,9 +344,9 @@ class HandOffs:
                 passed.append(attempt)
         self._holdings.passed(passed)
         if back:
-            self._reserve(-len(back))
+            self._worker.reserve(-len(back))
             self._ahead.put_back(back)
-            self._wake()
+            self._worker.wake()
 
 
 def lent_by(attempt: Attempt) -> uuid.UUID | None:

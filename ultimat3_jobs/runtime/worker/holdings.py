@@ -77,46 +77,46 @@ class Holdings[R: Hashable]:
         """Whether no run holds or rides a slot (a snapshot, read without the lock)."""
         return not self._slots
 
-    def took(self, pair: R, key: str) -> None:
-        """The run ``pair`` was granted a slot of ``key``."""
+    def took(self, run: R, key: str) -> None:
+        """``run`` was granted a slot of ``key``."""
         with self._lock:
-            if pair in self._slots:
+            if run in self._slots:
                 return
-            self._slots[pair] = Slot(key, pair, pair)
+            self._slots[run] = Slot(key, run, run)
             self._held[key] = self._held.get(key, 0) + 1
             self.total += 1
 
-    def key_of(self, pair: R) -> str | None:
-        """The key of the slot the run ``pair`` holds or runs on, or ``None``."""
+    def key_of(self, run: R) -> str | None:
+        """The key of the slot ``run`` holds or runs on, or ``None``."""
         with self._lock:
-            slot = self._slots.get(pair)
+            slot = self._slots.get(run)
             return None if slot is None else slot.key
 
-    def ended(self, pair: R) -> None:
+    def ended(self, run: R) -> None:
         """The run's body ended: its slot is freed (or lent) by its settle, on its way."""
         if not self._slots:
             return
         with self._lock:
-            slot = self._slots.get(pair)
-            if slot is None or slot.user != pair or slot.ended:
+            slot = self._slots.get(run)
+            if slot is None or slot.user != run or slot.ended:
                 return
             self._end(slot)
 
-    def lendable(self, pair: R) -> Slot[R] | None:
-        """The slot the run ``pair`` ended on, when it can be lent (its body ended on it)."""
+    def lendable(self, run: R) -> Slot[R] | None:
+        """The slot ``run`` ended on, when it can be lent (its body ended on it)."""
         if not self._slots:
             return None
         with self._lock:
-            slot = self._slots.get(pair)
-            if slot is None or slot.user != pair or not slot.ended or slot.handed:
+            slot = self._slots.get(run)
+            if slot is None or slot.user != run or not slot.ended or slot.handed:
                 return None
             return None if slot.closing else slot
 
-    def lend(self, slot: Slot[R], pair: R, to: R) -> bool:
-        """The slot that ``pair`` ended on is used by the run ``to`` now; False when it is no
-        longer ``pair``'s to lend."""
+    def lend(self, slot: Slot[R], run: R, to: R) -> bool:
+        """The slot that ``run`` ended on is used by the run ``to`` now; False when it is no
+        longer ``run``'s to lend."""
         with self._lock:
-            if self._slots.get(pair) is not slot or slot.user != pair or not slot.ended:
+            if self._slots.get(run) is not slot or slot.user != run or not slot.ended:
                 return False
             if slot.closing or slot.handed:
                 return False
@@ -124,51 +124,51 @@ class Holdings[R: Hashable]:
             slot.lent = True
             self._unend(slot)
             self._slots[to] = slot
-            if pair != slot.owner:
-                del self._slots[pair]  # it rode the slot: the row never named it
+            if run != slot.owner:
+                del self._slots[run]  # it rode the slot: the row never named it
             return True
 
-    def rider(self, pair: R) -> R | None:
-        """The run on the slot whose row names ``pair``, when that is another run."""
+    def rider(self, run: R) -> R | None:
+        """The run on the slot whose row names ``run``, when that is another run."""
         with self._lock:
-            slot = self._slots.get(pair)
-            if slot is None or slot.owner != pair or slot.user == pair or slot.handed:
+            slot = self._slots.get(run)
+            if slot is None or slot.owner != run or slot.user == run or slot.handed:
                 return None
             return slot.user
 
-    def close(self, pair: R) -> str | None:
-        """The settle of ``pair`` is being written: when the store's row names it and nobody
+    def close(self, run: R) -> str | None:
+        """The settle of ``run`` is being written: when the store's row names it and nobody
         runs on its slot, the slot is lent no more (the settle frees the row or hands it to a
         run offered it). Answers the slot's key then, else ``None``."""
         with self._lock:
-            slot = self._slots.get(pair)
-            if slot is None or slot.owner != pair or slot.handed or not slot.ended:
+            slot = self._slots.get(run)
+            if slot is None or slot.owner != run or slot.handed or not slot.ended:
                 return None
             slot.closing = True
             return slot.key
 
-    def owned(self, pair: R) -> Slot[R] | None:
-        """The slot whose store row names ``pair`` (its settle frees or passes the row), or
+    def owned(self, run: R) -> Slot[R] | None:
+        """The slot whose store row names ``run`` (its settle frees or passes the row), or
         ``None``: one look-up where a settle reads the slot's rider and whether it was lent."""
         if not self._slots:
             return None
         with self._lock:
-            slot = self._slots.get(pair)
-            if slot is None or slot.owner != pair or slot.handed:
+            slot = self._slots.get(run)
+            if slot is None or slot.owner != run or slot.handed:
                 return None
             return slot
 
-    def owns(self, pair: R) -> bool:
-        """Whether the store's row names ``pair`` (its settle frees or passes the row)."""
-        return self.owned(pair) is not None
+    def owns(self, run: R) -> bool:
+        """Whether the store's row names ``run`` (its settle frees or passes the row)."""
+        return self.owned(run) is not None
 
-    def ended_on(self, pair: R) -> bool:
-        """Whether ``pair``'s body ended on a slot that nobody runs on since."""
+    def ended_on(self, run: R) -> bool:
+        """Whether ``run``'s body ended on a slot that nobody runs on since."""
         if not self._slots:
             return False
         with self._lock:
-            slot = self._slots.get(pair)
-            return slot is not None and slot.user == pair and slot.ended
+            slot = self._slots.get(run)
+            return slot is not None and slot.user == run and slot.ended
 
     def moved(self, owner: R, rider: R) -> None:
         """A settle passed the row named ``owner`` to ``rider``, which owns it now. The slot
@@ -180,31 +180,31 @@ class Holdings[R: Hashable]:
                 slot.held = None  # the row names the rider now: its own settle tells
                 self._slots[rider] = slot
 
-    def passed(self, pairs: list[R]) -> None:
-        """The settle of the runs ``pairs`` handed their slots to next runs, which hold them
+    def passed(self, runs: list[R]) -> None:
+        """The settle of ``runs`` handed their slots to next runs, which hold them
         as their own: their :meth:`gone` frees nothing."""
         with self._lock:
-            for pair in pairs:
-                slot = self._slots.get(pair)
-                if slot is not None and slot.owner == pair:
+            for run in runs:
+                slot = self._slots.get(run)
+                if slot is not None and slot.owner == run:
                     slot.handed = True
 
-    def gone(self, pair: R) -> str | None:
+    def gone(self, run: R) -> str | None:
         """The run is over (settled, abandoned, lost): the key of the slot it freed, or
         ``None`` when it freed none (it held none, handed its row on, or rode one)."""
         if not self._slots:
             return None
         with self._lock:
-            slot = self._slots.pop(pair, None)
+            slot = self._slots.pop(run, None)
             if slot is None:
                 return None
-            if slot.owner != pair and not slot.handed:
-                if slot.user == pair:  # gone before the row's owner settled: the slot waits
+            if slot.owner != run and not slot.handed:
+                if slot.user == run:  # gone before the row's owner settled: the slot waits
                     slot.user = slot.owner
                     if not slot.ended:
                         self._end(slot)
                 return None
-            if slot.user != pair:
+            if slot.user != run:
                 self._slots.pop(slot.user, None)  # its rider rides no row now
             self._held[slot.key] -= 1
             self.total -= 1

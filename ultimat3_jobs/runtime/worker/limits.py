@@ -37,7 +37,6 @@ from typing import Literal
 from ultimat3_jobs.drivers.base import JobDriver, LeaseGrant, LeaseRequest, LeaseRun
 from ultimat3_jobs.errors import ConcurrencyKeyInvalid, ConcurrencyUnenforceable
 from ultimat3_jobs.model.definitions import JobDefinition
-from ultimat3_jobs.model.limits import lease_requests
 from ultimat3_jobs.model.policy import ENDINGS, Ending, after_failure
 from ultimat3_jobs.model.registry import Registry
 from ultimat3_jobs.runtime.common.pool import BodyPool
@@ -128,9 +127,7 @@ class LeaseGate:
             if definition is None or not definition.limited:
                 continue
             try:
-                requests = lease_requests(
-                    definition.name, definition.concurrency, definition.rate, job.input
-                )
+                requests = definition.leases_for(job.input)
             except ConcurrencyKeyInvalid as exc:
                 self._fail(job, definition, exc)
                 verdicts[i] = GONE

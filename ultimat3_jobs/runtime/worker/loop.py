@@ -28,10 +28,10 @@ from ultimat3_jobs.runtime.worker.attempt import Attempt, Outcome, attempts_for
 from ultimat3_jobs.runtime.worker.bodies import Bodies
 from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.runtime.worker.execute import JobTimedOut, failure
-from ultimat3_jobs.runtime.worker.handoff import HandOffs
+from ultimat3_jobs.runtime.worker.handoff import HandOffs, WorkerSide
 from ultimat3_jobs.runtime.worker.held import HeldThreads
 from ultimat3_jobs.runtime.worker.limits import WorkerLimits
-from ultimat3_jobs.runtime.worker.maintenance import Maintenance
+from ultimat3_jobs.runtime.worker.maintenance import Maintenance, Tended
 from ultimat3_jobs.runtime.worker.recycle import Recycle
 from ultimat3_jobs.runtime.worker.release import release
 from ultimat3_jobs.runtime.worker.settle import Settler, run_rescued_hook
@@ -50,11 +50,7 @@ class Worker:
     on its events ``started``, ``idle`` (a claim found too few), ``claimed``, ``stopped``."""
 
     def __init__(
-        self,
-        driver: JobDriver,
-        config: WorkerConfig,
-        *,
-        registry: Registry | None = None,
+        self, driver: JobDriver, config: WorkerConfig, *, registry: Registry | None = None
     ) -> None:
         self.driver = driver
         self.config = config
@@ -67,7 +63,7 @@ class Worker:
         self.started_count = 0
         self.claim_count = 0
         self.exit_reason = ""
-        self._running: dict[int, Attempt] = {}  # by ``job.id.int``: no ``UUID.__hash__`` call
+        self._running: dict[int, Attempt] = {}  # by ``Attempt.running_key``
         self._slots_used = 0
         self._lock = threading.Lock()
         self._signal = threading.Event()
@@ -92,19 +88,20 @@ class Worker:
         self._limits = WorkerLimits(driver, self.registry, config, self._hooks, self._retry_written)
         hands = None if self._limits.limiter.active else self._take_handed
         self._wake = WorkerWake(driver, config, self._signal, self._backoff, hands)
-        self._settler.handoffs = HandOffs(  # hook: limits — a settle hands its slots on
+        handoffs = HandOffs(  # hook: limits — a settle hands its slots on
             driver=driver,
             gate=self._limits.gate,
             ahead=self._ahead,
-            reserve=self._reserve,
-            start=self._start,
-            wake=self._signal.set,
-            find=lambda job_id: self._running.get(job_id.int),
+            worker=WorkerSide(
+                reserve=self._reserve,
+                start=self._start,
+                wake=self._signal.set,
+                find=self._running.get,
+            ),
             lease_seconds=config.lease_seconds,
         )
-        self._maintenance = Maintenance(
-            driver=driver,
-            config=config,
+        self._settler.hand_off(handoffs)
+        tended = Tended(
             slots=self.held.usable_slots,
             running=self.running_attempts,
             on_timeout=self._abandon_timed_out,
@@ -113,6 +110,7 @@ class Worker:
             is_draining=lambda: not self._accepting,
             limit_counts=self._limits.counts,  # hook: limits (start, claims, registry row)
         )
+        self._maintenance = Maintenance(driver=driver, config=config, worker=tended)
 
     # -- control -------------------------------------------------------------------------------
 
@@ -211,7 +209,7 @@ class Worker:
         found = {"registry": self.registry, "driver": self.driver, "on_progress": self._progress}
         attempts = attempts_for(jobs, since=since, **found)
         with self._lock:
-            self._running.update({attempt.job.id.int: attempt for attempt in attempts})
+            self._running.update({attempt.running_key: attempt for attempt in attempts})
         return attempts
 
     def _claim_size(self, free: int | None = None) -> int:
@@ -245,7 +243,7 @@ class Worker:
                 self._reserve(-1)
                 if verdict == "gone":  # shed, refused or failed by the gate: not ours now
                     with self._lock:
-                        self._running.pop(attempt.job.id.int, None)
+                        self._running.pop(attempt.running_key, None)
                     attempt.take_settle()
                 else:
                     self._ahead.park(attempt)  # until one of this worker's own settles lands
@@ -318,7 +316,7 @@ class Worker:
         if attempt.holds_slot:  # most: freed by its body's thread already (no call)
             self._release_slot(attempt)
         with self._lock:
-            self._running.pop(attempt.job.id.int, None)
+            self._running.pop(attempt.running_key, None)
             self.settled_count += 1
 
     def _progress(self, attempt: Attempt, value: Any) -> None:
@@ -396,5 +394,5 @@ class Worker:
         taken, released = release(self.driver, attempts)
         with self._lock:
             for attempt in taken:
-                self._running.pop(attempt.job.id.int, None)
+                self._running.pop(attempt.running_key, None)
         return released

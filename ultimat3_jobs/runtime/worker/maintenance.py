@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ultimat3_jobs.drivers.base import JobDriver
 from ultimat3_jobs.runtime.common.pool import close_thread_connections
@@ -44,35 +45,34 @@ BUSY_RETRY_FRACTION = 0.25
 """A beat that found rows locked tries them again after this fraction of the interval."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tended:
+    """The worker as its maintenance thread sees it: ``running``, its attempts (their leases
+    renewed, their deadlines watched); ``on_dead`` and ``decide``, what a job rescued dead calls
+    and the rescue policy of an expired attempt; ``on_timeout``, called for an attempt past its
+    deadline's grace; ``is_draining``, ``slots`` (its usable body slots, else its concurrency)
+    and ``limit_counts``, what its registry row says."""
+
+    running: Callable[[], list[Attempt]]
+    on_dead: Callable[[RescuedJob], None]
+    decide: Callable[[ExpiredAttempt], FailureDecision]
+    on_timeout: Callable[[Attempt], None]
+    is_draining: Callable[[], bool]
+    slots: Callable[[], int] | None = None
+    limit_counts: Callable[[], dict[str, dict[str, int]]] | None = None
+
+
 class Maintenance(threading.Thread):
     """Renews leases of running attempts and stores their progress (one statement per interval
     for all of them), cancels attempts at their deadline and abandons them after the grace
     period, keeps the worker's registry row, and returns expired attempts of any worker to the
     queue."""
 
-    def __init__(
-        self,
-        *,
-        driver: JobDriver,
-        config: WorkerConfig,
-        running: Callable[[], list[Attempt]],
-        on_dead: Callable[[RescuedJob], None],
-        decide: Callable[[ExpiredAttempt], FailureDecision],
-        on_timeout: Callable[[Attempt], None],
-        is_draining: Callable[[], bool],
-        slots: Callable[[], int] | None = None,
-        limit_counts: Callable[[], dict[str, dict[str, int]]] | None = None,
-    ) -> None:
+    def __init__(self, *, driver: JobDriver, config: WorkerConfig, worker: Tended) -> None:
         super().__init__(name="jobs-maintenance", daemon=True)
         self._driver = driver
         self._config = config
-        self._running = running
-        self._on_dead = on_dead
-        self._decide = decide
-        self._on_timeout = on_timeout
-        self._is_draining = is_draining
-        self._slots = slots
-        self._limit_counts = limit_counts
+        self._worker = worker
         self._stopping = threading.Event()
         self._kick = threading.Event()
         now = time.monotonic()
@@ -152,7 +152,7 @@ class Maintenance(threading.Thread):
         """Renew every lease this worker holds and store the progress its bodies left. An
         attempt whose settle is taken but not written yet (waiting in the settler) is renewed
         too: it is not lost until its ack or nack lands."""
-        attempts = [a for a in self._running() if not a.lost]
+        attempts = [a for a in self._worker.running() if not a.lost]
         if not attempts:
             return
         progress: dict[uuid.UUID, str] = {}
@@ -225,21 +225,22 @@ class Maintenance(threading.Thread):
             self._next_heartbeat = min(self._next_heartbeat, retry)
 
     def register(self) -> None:
+        worker = self._worker
         self._driver.worker_heartbeat(
             worker_id=self._config.worker_id,
             host=socket.gethostname(),
             pid=os.getpid(),
             queues=list(self._config.queues),
-            slots=self._config.concurrency if self._slots is None else self._slots(),
+            slots=self._config.concurrency if worker.slots is None else worker.slots(),
             ttl_seconds=max(self._config.lease_seconds, self._config.registry_interval * 3),
-            draining=self._is_draining(),
-            limits=None if self._limit_counts is None else self._limit_counts(),
+            draining=worker.is_draining(),
+            limits=None if worker.limit_counts is None else worker.limit_counts(),
         )
 
     def rescue(self) -> None:
         """Take back expired attempts of any worker; what follows each is the job's own
         failure policy (``worker.policy``), the same one the settler applies."""
-        for job in self._driver.job_rescue_expired(decide=self._decide):
+        for job in self._driver.job_rescue_expired(decide=self._worker.decide):
             self.rescued += 1
             logger.warning(
                 "jobs.rescue: %s %s had an expired lease; %s (attempt count now %s)",
@@ -252,7 +253,7 @@ class Maintenance(threading.Thread):
                 logger.error(
                     "jobs.dead_letter: %s %s spent its attempts (%s)", job.name, job.id, job.action
                 )
-                self._on_dead(job)
+                self._worker.on_dead(job)
 
     def mark_pending(self) -> None:
         """Record attempts whose body still waits for a thread (rare: the pool is held), so
@@ -261,7 +262,7 @@ class Maintenance(threading.Thread):
         now = time.monotonic()
         waiting = [
             a
-            for a in self._running()
+            for a in self._worker.running()
             if now - a.started >= PENDING_MARK_AFTER_SECONDS
             and not a.lost
             and not a.settle_taken
@@ -280,7 +281,7 @@ class Maintenance(threading.Thread):
 
     def _check_deadlines(self, now: float) -> float | None:
         upcoming: float | None = None
-        for attempt in self._running():
+        for attempt in self._worker.running():
             if attempt.settle_taken or attempt.lost:
                 continue
             if attempt.deadline is not None and not attempt.timed_out:
@@ -299,7 +300,7 @@ class Maintenance(threading.Thread):
             if attempt.timed_out and attempt.grace_deadline is not None:
                 if now >= attempt.grace_deadline:
                     attempt.grace_deadline = None
-                    self._on_timeout(attempt)
+                    self._worker.on_timeout(attempt)
                 else:
                     upcoming = (
                         attempt.grace_deadline

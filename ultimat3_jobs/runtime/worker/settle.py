@@ -82,11 +82,17 @@ class Settler(threading.Thread):
         """Ends the flush window early: a full batch waits, every held slot waits, or the stop
         came."""
         self.handoffs: HandOffs | None = None
-        """Set by the worker: each flush offers its runs' lease slots to waiting runs."""
+        """Set by :meth:`hand_off`: each flush offers its runs' lease slots to waiting runs."""
         self._holding: set[int] = set()
         """Queued endings (by ``id``) whose runs held a slot of the worker's when put."""
         self._holding_lock = threading.Lock()
         self._held = HeldBack(partial(self._queue.put, WAKE))
+
+    def hand_off(self, handoffs: HandOffs) -> None:
+        """Offer each flush's lease slots through ``handoffs``; the endings a flush holds back
+        for the claim after it (``heldback.py``) are woken as each claim lands."""
+        self.handoffs = handoffs
+        handoffs.claiming.on_land = self._held.landed
 
     def put(self, outcome: Outcome) -> None:
         handoffs = self.handoffs
@@ -149,7 +155,6 @@ class Settler(threading.Thread):
         if handoffs and not stopping and handoffs.await_claim([o.attempt for o in batch]):
             for outcome in self._more([]):  # came meanwhile: on a slot nobody runs on, it waits
                 (back if handoffs.holds(outcome.attempt) else batch).append(outcome)
-            handoffs.claiming.on_land = self._held.landed
             self._held.hold(back, handoffs.claiming)
         if self._holding:
             with self._holding_lock:
@@ -379,12 +384,7 @@ def run_rescued_hook(registry: Registry, hooks: BodyPool, job: RescuedJob) -> No
 
 
 def _refused_error(
-    attempt: Attempt,
-    exc: Exception,
-    worker_id: str,
-    *,
-    what: str,
-    kept: AttemptError | None = None,
+    attempt: Attempt, exc: Exception, worker_id: str, *, what: str, kept: AttemptError | None = None
 ) -> AttemptError:
     """The error entry of an attempt whose ``what`` the database refused to store; what can be
     kept of the attempt's own error (made storable) follows in the message and traceback."""

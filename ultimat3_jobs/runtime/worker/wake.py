@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ultimat3_jobs.drivers.base import JobDriver, WakeSubscription
 from ultimat3_jobs.runtime.common.backoff import IdleBackoff
@@ -21,23 +22,17 @@ from ultimat3_jobs.runtime.worker.config import WorkerConfig
 from ultimat3_jobs.types import ClaimedJob
 
 
+@dataclass(slots=True, eq=False)
 class WorkerWake:
-    """Subscribes once (:meth:`subscribe`), wakes the loop through ``signal``."""
+    """Subscribes once (:meth:`subscribe`), wakes the loop through ``signal``; ``take``
+    starts a hand's job (``None``: the worker takes no hands)."""
 
-    def __init__(
-        self,
-        driver: JobDriver,
-        config: WorkerConfig,
-        signal: threading.Event,
-        backoff: IdleBackoff,
-        take: Callable[[ClaimedJob], bool] | None,
-    ) -> None:
-        self._driver = driver
-        self._config = config
-        self._signal = signal
-        self._backoff = backoff
-        self._take = take
-        self._subscription: WakeSubscription | None = None
+    driver: JobDriver
+    config: WorkerConfig
+    signal: threading.Event
+    backoff: IdleBackoff
+    take: Callable[[ClaimedJob], bool] | None
+    _subscription: WakeSubscription | None = field(default=None, init=False)
 
     @property
     def live(self) -> bool:
@@ -45,12 +40,12 @@ class WorkerWake:
 
     def subscribe(self) -> None:
         """Subscribe, unless subscribed already or the config turns the wake off."""
-        if self._subscription is not None or not self._config.use_wake:
+        if self._subscription is not None or not self.config.use_wake:
             return
-        self._subscription = self._driver.wake_subscribe(
+        self._subscription = self.driver.wake_subscribe(
             on_wake=self._on_wake,
-            worker_id=self._config.worker_id,
-            on_hand=None if self._take is None else self._on_hand,
+            worker_id=self.config.worker_id,
+            on_hand=None if self.take is None else self._on_hand,
         )
 
     def close(self) -> None:
@@ -59,12 +54,12 @@ class WorkerWake:
             self._subscription.close()
 
     def _on_wake(self, queue: str) -> None:
-        if queue in self._config.queues:
-            self._backoff.reset()
-            self._signal.set()
+        if queue in self.config.queues:
+            self.backoff.reset()
+            self.signal.set()
 
     def _on_hand(self, job: ClaimedJob) -> None:
-        assert self._take is not None
-        self._backoff.reset()
-        if not self._take(job):  # else its body's thread wakes the loop (Attempt.on_begin)
-            self._signal.set()
+        assert self.take is not None
+        self.backoff.reset()
+        if not self.take(job):  # else its body's thread wakes the loop (Attempt.on_begin)
+            self.signal.set()
