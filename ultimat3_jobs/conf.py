@@ -10,7 +10,7 @@ message is a system check (``ultimat3_jobs.E0xx``, see ``checks.py``) and the te
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
@@ -234,37 +234,17 @@ SPEC: tuple[tuple[str, str, Validator], ...] = (
     # The purge's webhooks target: how long the webhook delivery ledger's rows are kept.
     ("RETENTION_WEBHOOKS_SECONDS", "ultimat3_jobs.E098", or_none(_RETENTION)),
 )
-FLOAT_KEYS = (
-    "visibility_timeout_seconds",
-    "retry_backoff_base_seconds",
-    "retry_backoff_cap_seconds",
-    "retry_jitter",
-    "heartbeat_interval_seconds",
-    "rescue_interval_seconds",
-    "registry_interval_seconds",
-    "poll_floor_seconds",
-    "poll_ceiling_seconds",
-    "poll_ceiling_wake_seconds",
-    "shutdown_grace_seconds",
-    "timeout_grace_seconds",
-    "ack_flush_seconds",
-    "progress_interval_seconds",
-    "outbox_retention_seconds",
-    "relay_lease_seconds",
-    "scheduler_lease_seconds",
-    "scheduler_missed_after_seconds",
-    "webhook_connect_timeout_seconds",
-    "webhook_read_timeout_seconds",
-    "webhook_secret_overlap_seconds",
-)
-OPTIONAL_FLOAT_KEYS = (
-    "retention_completed_seconds",
-    "retention_failed_seconds",
-    "retention_cancelled_seconds",
-    "retention_events_seconds",
-    "retention_counters_seconds",
-    "retention_webhooks_seconds",
-)
+
+
+def _keys_annotated(annotation: str) -> tuple[str, ...]:
+    """The ``Settings`` fields declared with ``annotation`` (a string: this module's annotations
+    are not evaluated)."""
+    return tuple(f.name for f in fields(Settings) if f.type == annotation)
+
+
+# The values a setting may give as an int that Settings keeps as a float.
+FLOAT_KEYS = _keys_annotated("float")
+OPTIONAL_FLOAT_KEYS = _keys_annotated("float | None")
 CHECK_NOT_A_MAPPING = "ultimat3_jobs.E001"
 CHECK_UNKNOWN_KEY = "ultimat3_jobs.E002"
 CHECK_CROSS_FIELD = "ultimat3_jobs.E003"

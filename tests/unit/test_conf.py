@@ -3,6 +3,7 @@ system check and as ImproperlyConfigured."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import pytest
@@ -157,6 +158,20 @@ def test_settings_are_frozen_and_typed() -> None:
         assert loaded.driver_path == "ultimat3_jobs.drivers.memory.MemoryDriver"
         with pytest.raises(AttributeError):
             loaded.driver = "postgres"  # type: ignore[misc]
+
+
+def test_every_float_setting_given_as_an_int_is_kept_as_a_float() -> None:
+    # The keys coerced are read from Settings' annotations: a float setting added later is
+    # coerced without being listed a second time.
+    floats = [f.name for f in fields(Settings) if f.type in ("float", "float | None")]
+    assert len(floats) == 27
+    raw = {name.upper(): max(1, int(getattr(Settings(), name) or 60)) for name in floats}
+    raw["RETRY_JITTER"] = 1
+    with override_settings(ULTIMAT3_JOBS=raw):
+        loaded = get_settings()
+        for name in floats:
+            value = getattr(loaded, name)
+            assert isinstance(value, float) and value == raw[name.upper()], name
 
 
 def test_read_once_and_reset_on_setting_changed() -> None:
