@@ -3,7 +3,8 @@
 ``@cron`` (:mod:`~ultimat3_jobs.model.definitions`) build them; the worker, the scheduler and the
 ``django.tasks`` backend read them.
 
-Layer L3 (job model): imports L1 and the cron schedules."""
+Layer L3 (job model): imports L1, the cron schedules and the lease requests (the seam's
+:class:`~ultimat3_jobs.drivers.leases_seam.LeaseRequest`, which a keyless limit asks for)."""
 
 from __future__ import annotations
 
