@@ -181,13 +181,13 @@ def test_a_worker_runs_handed_jobs_without_claiming_them(
     running = make(driver=driver, queues=("default",), start=False)
     handed: list[ClaimedJob] = []
     wake = running.worker._wake
-    take = wake._take
+    take = wake.take
 
     def counted(job: ClaimedJob) -> bool:
         handed.append(job)
         return take(job)
 
-    wake._take = counted
+    wake.take = counted
     running.start()
     wait_for(lambda: running.worker.wake_live, what="the wake going live")
     results = []
