@@ -123,9 +123,7 @@ class _Plans:
         self.runs = 0
 
 
-_planned_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Plans] = (
-    weakref.WeakKeyDictionary()
-)
+_plans_of: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Plans] = weakref.WeakKeyDictionary()
 
 
 class BoundCursor(psycopg.Cursor[Any]):
@@ -197,9 +195,9 @@ def _discard_old_plans(connection: Any) -> None:
     psycopg connection, as the proof)."""
     raw = connection.connection
     now = time.monotonic()
-    plans = _planned_since.get(raw)
+    plans = _plans_of.get(raw)
     if plans is None:
-        plans = _planned_since[raw] = _Plans(now)
+        plans = _plans_of[raw] = _Plans(now)
     plans.runs += 1
     if plans.runs <= REPLAN_STATEMENTS or now - plans.since < REPLAN_SECONDS:
         return
